@@ -1,0 +1,167 @@
+"""The `system1` command: `mcp`, `smoke` and `toggle`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+from collections.abc import Sequence
+from datetime import datetime, timezone
+
+from .config import install_dir, load_config
+
+EXIT_OK, EXIT_START, EXIT_HEALTH, EXIT_DECISION = 0, 1, 2, 3
+
+
+def client_name() -> str:
+    return os.environ.get("SYSTEM1_CLIENT") or "local"
+
+
+# -- mcp ---------------------------------------------------------------------------------------
+def cmd_mcp(args: argparse.Namespace) -> int:
+    from .logs import configure_logging
+    from .mcp import run_stdio
+
+    config = load_config()
+    gateway_settings = config.settings.gateway
+    configure_logging(gateway_settings.log_level, gateway_settings.log_file)
+    if not args.standalone:
+        print(
+            "system1 mcp: the bridge to the gateway service is not available in this build; "
+            "run `system1 mcp --standalone` to serve the core in this process",
+            file=sys.stderr,
+        )
+        return EXIT_START
+
+    async def core_backend():
+        from .gateway import Gateway
+        from .mcp import CoreBackend
+
+        return CoreBackend(Gateway(config))
+
+    run_stdio(core_backend, client_name())
+    return EXIT_OK
+
+
+# -- smoke -------------------------------------------------------------------------------------
+def _line(label: str, verdict: str, detail: str = "") -> None:
+    print(f"{label:<9} {verdict:<5} {detail}".rstrip(), flush=True)
+
+
+def cmd_smoke(args: argparse.Namespace) -> int:
+    import anyio
+
+    command = shlex.split(args.command) if args.command else [sys.executable, "-m", "system1", "mcp"]
+    if args.standalone and not args.command:
+        command.append("--standalone")
+    _line("START", "", shlex.join(command))
+    try:
+        return anyio.run(_smoke, command, args)
+    except TimeoutError:
+        _line("RESULT", "FAIL", f"no answer within {args.timeout:g} s")
+        return EXIT_START
+
+
+async def _smoke(command: list[str], args: argparse.Namespace) -> int:
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    params = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
+    with anyio.fail_after(args.timeout):
+        try:
+            client = Client(params, mode="legacy")
+            await client.__aenter__()
+        except Exception as exc:
+            _line("HANDSHAKE", "FAIL", f"{type(exc).__name__}: {exc}")
+            return EXIT_START
+        try:
+            info = client.server_info
+            _line("HANDSHAKE", "OK", f"{info.name if info else '?'} {info.version if info else ''} "
+                  f"(protocol {client.protocol_version})")
+            names = sorted(t.name for t in (await client.list_tools()).tools)
+            wanted = ["system1_capabilities", "system1_decide", "system1_health"]
+            if names != wanted:
+                _line("TOOLS", "FAIL", f"expected {wanted}, got {names}")
+                return EXIT_START
+            _line("TOOLS", "OK", ", ".join(names))
+            health = (await client.call_tool("system1_health", {})).structured_content or {}
+            status = health.get("status")
+            probes = "; ".join(
+                f"{p['name']} ({p['role']}): {'ok' if p['ok'] else 'DOWN'} - {p['detail']}"
+                for p in health.get("providers", [])
+            )
+            errors = "; ".join(health.get("config_errors", []))
+            verdict = {"ok": "OK", "degraded": "WARN"}.get(str(status), "FAIL")
+            _line("HEALTH", verdict, f"{status}; {errors or probes or 'no providers'}")
+            if verdict == "FAIL":
+                return EXIT_HEALTH
+            if args.question:
+                request = {"question": args.question}
+                if args.options:
+                    request["options"] = args.options
+                result = await client.call_tool("system1_decide", request)
+                envelope = result.structured_content or {}
+                status = envelope.get("status")
+                if status == "error":
+                    _line("DECISION", "FAIL", f"{envelope['error']['code']}: {envelope['error']['message']}")
+                    return EXIT_DECISION
+                shown = envelope.get("decision") if status == "decided" else "(abstained)"
+                _line("DECISION", "OK", f"{status}: {shown!s} confidence {envelope.get('confidence')} "
+                      f"via {envelope.get('provider')} in {envelope.get('latency_ms')} ms")
+            _line("RESULT", "PASS")
+            return EXIT_OK
+        finally:
+            await client.__aexit__(None, None, None)
+
+
+# -- toggle ------------------------------------------------------------------------------------
+def cmd_toggle(args: argparse.Namespace) -> int:
+    from .gateway import PAUSE_FILE
+
+    pause = install_dir(os.environ) / PAUSE_FILE
+    if args.state == "off":
+        pause.parent.mkdir(parents=True, exist_ok=True)
+        pause.write_text(datetime.now(timezone.utc).isoformat(timespec="seconds") + "\n", encoding="utf-8")
+        print(f"System-1 paused: decisions abstain until `system1 toggle on` ({pause})")
+    elif args.state == "on":
+        pause.unlink(missing_ok=True)
+        print("System-1 on")
+    elif pause.exists():
+        print(f"System-1 paused since {pause.read_text(encoding='utf-8').strip()} ({pause})")
+    else:
+        print("System-1 on")
+    return EXIT_OK
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="system1", description="System-1 Gateway")
+    commands = top.add_subparsers(dest="command", required=True)
+
+    mcp = commands.add_parser("mcp", help="serve the MCP tools over stdio")
+    mcp.add_argument("--standalone", action="store_true", help="run the gateway core in this process")
+    mcp.set_defaults(func=cmd_mcp)
+
+    smoke = commands.add_parser("smoke", help="start the MCP server as a client does and check it")
+    smoke.add_argument("--command", help="server command line (default: this Python's `system1 mcp`)")
+    smoke.add_argument("--standalone", action="store_true", help="start the default command with --standalone")
+    smoke.add_argument("--question", help="also ask one decision")
+    smoke.add_argument("--options", nargs="+", help="options for --question (yes/no without)")
+    smoke.add_argument("--timeout", type=float, default=60.0, help="seconds for the whole check")
+    smoke.set_defaults(func=cmd_smoke)
+
+    toggle = commands.add_parser("toggle", help="pause or resume System-1, or show its state")
+    toggle.add_argument("state", choices=["on", "off", "status"])
+    toggle.set_defaults(func=cmd_toggle)
+    return top
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if getattr(args, "options", None) and not getattr(args, "question", None):
+        parser().error("--options needs --question")
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
