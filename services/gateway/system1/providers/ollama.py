@@ -14,7 +14,7 @@ import string
 from typing import Any, ClassVar
 
 import httpx
-from pydantic import field_validator
+from pydantic import Field, field_validator
 
 from .base import (
     Capabilities,
@@ -33,7 +33,7 @@ TOP_LOGPROBS = 20  # Ollama's maximum
 
 class OllamaOptions(HttpOptions):
     endpoint: str = "http://127.0.0.1:11434"
-    model: str = ""
+    model: str = Field(default="", validate_default=True)
 
     @field_validator("model")
     @classmethod
