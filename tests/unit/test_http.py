@@ -1,0 +1,85 @@
+"""The HTTP helper: loopback guard, proxy policy and error text, against a real local server."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+
+import pytest
+
+from system1.providers.base import Query
+from system1.providers.http import check_endpoint, engine_message, is_loopback, make_client
+from system1.providers.systemone import SystemOneOptions, SystemOneProvider
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.8.0.1", "localhost", "::1", "[::1]", "api.localhost"])
+def test_loopback_hosts(host):
+    assert is_loopback(host)
+
+
+@pytest.mark.parametrize("host", ["10.0.0.1", "192.168.1.1", "example.com", "0.0.0.0", "systemone"])
+def test_other_hosts_are_not_loopback(host):
+    assert not is_loopback(host)
+
+
+def test_a_remote_endpoint_needs_allow_remote():
+    with pytest.raises(ValueError, match="allow_remote"):
+        check_endpoint("http://example.com:80", allow_remote=False)
+    assert check_endpoint("http://example.com:80/", allow_remote=True) == "http://example.com:80"
+
+
+def test_only_remote_https_may_use_a_proxy():
+    assert make_client("http://127.0.0.1:1")._trust_env is False
+    assert make_client("http://systemone:8790")._trust_env is False
+    assert make_client("https://api.anthropic.com")._trust_env is True
+
+
+class _Engine(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):  # noqa: N802 - the stdlib's name
+        length = int(self.headers["content-length"])
+        body = json.loads(self.rfile.read(length))
+        answer = {"type": "choice", "choice": "a", "probabilities": {"a": 0.9, "b": 0.1}}
+        payload = json.dumps({"model": "real", "answers": {"q0": answer}, "seen_state": body["state"]}).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def engine_port():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Engine)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1]
+    server.shutdown()
+    server.server_close()
+
+
+async def test_local_calls_ignore_a_system_proxy(engine_port, monkeypatch):
+    # A proxy that does not exist: any call routed through it would fail.
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
+    monkeypatch.setenv("ALL_PROXY", "http://127.0.0.1:9")
+    provider = SystemOneProvider(SystemOneOptions(endpoint=f"http://127.0.0.1:{engine_port}"))
+    try:
+        answer = await provider.decide(Query("q", ["a", "b"]), 5)
+    finally:
+        await provider.aclose()
+    assert answer["decision"] == "a" and answer["model"] == "real"
+
+
+def test_engine_messages_are_read_from_the_common_shapes_and_shortened():
+    import httpx
+
+    assert engine_message(httpx.Response(400, json={"detail": "bad"})) == "bad"
+    assert engine_message(httpx.Response(422, json={"error": {"message": "nope", "field": "model"}})) == "nope"
+    assert engine_message(httpx.Response(400, json={"error": "plain"})) == "plain"
+    assert engine_message(httpx.Response(500, text="Internal   Server\nError")) == "Internal Server Error"
+    assert len(engine_message(httpx.Response(500, text="x" * 1000))) == 301

@@ -1,0 +1,151 @@
+"""The von and systemone adapters against the `/v1/systemone` wire (Von 1.3, llama-server)."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from system1.providers.base import MalformedResponse, ProviderError, ProviderTimeout, Query
+from system1.providers.systemone import SystemOneOptions, SystemOneProvider
+from system1.providers.von import VonOptions, VonProvider
+
+from .helpers import FakeWire, json_reply
+
+pytestmark = pytest.mark.anyio
+
+QUERY = Query("Which team handles a failed payout?", ["billing: charges, refunds", "technical: bugs"])
+YES_NO = Query("Is `git push --force` hard to reverse?", ["yes", "no"], yes_no=True)
+
+
+def choice_reply(model="von-1.3.0", choice="billing: charges, refunds", p=0.8):
+    other = [o for o in QUERY.choices if o != choice][0]
+    return {"model": model, "answers": {"q0": {"type": "choice", "choice": choice,
+            "probabilities": {choice: p, other: round(1 - p, 4)}, "confidence": 0.6}},
+            "usage": {"input_tokens": 96, "output_tokens": 1}}
+
+
+def von(wire) -> VonProvider:
+    return VonProvider(VonOptions(), client=wire.client())
+
+
+def systemone(wire, **options) -> SystemOneProvider:
+    return SystemOneProvider(SystemOneOptions(**options), client=wire.client())
+
+
+async def test_von_sends_each_option_as_its_own_description_and_reports_its_probability():
+    wire = FakeWire(json_reply(choice_reply()))
+    answer = await von(wire).decide(QUERY, 5)
+    assert wire.requests[0].url.path == "/v1/systemone" and wire.requests[0].url.port == 8777
+    assert wire.bodies[0] == {
+        "model": "von-1.3",
+        "state": QUERY.question,
+        "questions": {"q0": {"type": "choice", "instructions": QUERY.question,
+                             "criteria": {o: o for o in QUERY.choices}}},
+    }
+    assert answer["decision"] == "billing: charges, refunds"
+    assert answer["confidence"] == 0.8  # the option's probability, not Von's margin (0.6)
+    assert answer["model"] == "von-1.3"
+
+
+async def test_von_yes_no_is_a_noul_read_from_the_raw_probability():
+    wire = FakeWire(json_reply({"model": "von-1.3.0", "answers": {"q0": {"type": "noul", "noul": 0.83, "noul_raw": 0.8}}}))
+    answer = await von(wire).decide(YES_NO, 5)
+    assert wire.bodies[0]["questions"]["q0"] == {"type": "noul", "instructions": YES_NO.question}
+    assert answer["decision"] == "yes"
+    assert answer["probabilities"] == pytest.approx({"yes": 0.8, "no": 0.2})
+    assert answer["confidence"] == pytest.approx(0.8)
+
+
+async def test_a_noul_without_raw_value_uses_noul_and_picks_no_below_one_half():
+    wire = FakeWire(json_reply({"model": "openjev", "answers": {"q0": {"type": "noul", "noul": 0.25}}}))
+    answer = await systemone(wire).decide(YES_NO, 5)
+    assert answer["decision"] == "no" and answer["confidence"] == 0.75
+
+
+async def test_systemone_sends_model_only_when_set_and_keys_calibration_by_the_answered_model():
+    wire = FakeWire(json_reply(choice_reply(model="lfm2-d1")))
+    answer = await systemone(wire).decide(QUERY, 5)
+    assert "model" not in wire.bodies[0] and wire.requests[0].url.port == 8790
+    assert answer["model"] == "lfm2-d1"
+    await systemone(wire, model="minilm").decide(QUERY, 5)
+    assert wire.bodies[1]["model"] == "minilm"
+
+
+async def test_systemone_honours_the_servers_option_limit():
+    wire = FakeWire(json_reply(choice_reply()))
+    with pytest.raises(ProviderError, match="at most 3 options"):
+        await systemone(wire, max_options=3).decide(Query("q", ["a", "b", "c", "d"]), 5)
+    assert wire.requests == [] and systemone(wire).capabilities().max_options == 255
+
+
+async def test_several_questions_share_one_pass_and_come_back_in_order():
+    reply = {"model": "m", "answers": {
+        "q1": {"type": "noul", "noul": 0.9},
+        "q0": {"type": "choice", "choice": "technical: bugs", "probabilities": {"technical: bugs": 0.7, "billing: charges, refunds": 0.3}},
+    }}
+    wire = FakeWire(json_reply(reply))
+    answers = await systemone(wire).decide_many("payout failed with a 500", [QUERY, YES_NO], 5)
+    assert len(wire.requests) == 1 and wire.bodies[0]["state"] == "payout failed with a 500"
+    assert [a["decision"] for a in answers] == ["technical: bugs", "yes"]
+
+
+async def test_a_missing_answer_is_malformed():
+    wire = FakeWire(json_reply({"model": "m", "answers": {"q0": {"type": "noul", "noul": 0.9}}}))
+    with pytest.raises(MalformedResponse, match="no answer for question q1"):
+        await systemone(wire).decide_many("s", [YES_NO, YES_NO], 5)
+
+
+@pytest.mark.parametrize("noul", [1.5, -0.2, "yes", None])
+async def test_a_noul_outside_the_unit_interval_is_malformed(noul):
+    wire = FakeWire(json_reply({"model": "m", "answers": {"q0": {"type": "noul", "noul": noul}}}))
+    with pytest.raises(MalformedResponse):
+        await systemone(wire).decide(YES_NO, 5)
+
+
+async def test_von_engine_exceptions_arrive_as_422_and_become_provider_errors():
+    wire = FakeWire(json_reply({"detail": "Failed to load Option-Marker decision weights"}, 422))
+    with pytest.raises(ProviderError, match="HTTP 422: Failed to load Option-Marker"):
+        await von(wire).decide(QUERY, 5)
+
+
+async def test_llama_server_validation_errors_become_provider_errors():
+    body = {"error": {"type": "unprocessable_entity_error", "message": "at most 255 are supported"}}
+    with pytest.raises(ProviderError, match="at most 255 are supported"):
+        await systemone(FakeWire(json_reply(body, 422))).decide(QUERY, 5)
+
+
+async def test_transport_failures_and_timeouts_are_typed():
+    def refuse(request):
+        raise httpx.ConnectError("refused", request=request)
+
+    def stall(request):
+        raise httpx.ConnectTimeout("timed out", request=request)
+
+    with pytest.raises(ProviderError):
+        await von(FakeWire(refuse)).decide(QUERY, 5)
+    with pytest.raises(ProviderTimeout):
+        await systemone(FakeWire(stall)).decide(QUERY, 0.2)
+
+
+async def test_the_bearer_token_is_sent_when_the_environment_has_one(monkeypatch):
+    monkeypatch.setenv("SYSTEM1_SYSTEMONE_API_KEY", "tok")
+    wire = FakeWire(json_reply(choice_reply()))
+    await systemone(wire).decide(QUERY, 5)
+    assert wire.requests[0].headers["authorization"] == "Bearer tok"
+
+
+async def test_health_reads_the_engine_model_and_device():
+    wire = FakeWire(json_reply({"status": "ok", "engine": "minilm", "model": "all-MiniLM-L6-v2", "device": "cpu"}))
+    probe = await systemone(wire).health(2)
+    assert probe.ok and "minilm" in probe.detail and "cpu" in probe.detail
+    assert wire.requests[0].url.path == "/health"
+    down = await von(FakeWire(json_reply({"detail": "x"}, 503))).health(2)
+    assert not down.ok and "HTTP 503" in down.detail
+
+
+def test_settings_are_validated():
+    with pytest.raises(ValueError):
+        SystemOneOptions(max_options=1)
+    with pytest.raises(ValueError, match="allow_remote"):
+        VonOptions(endpoint="http://von:8777")
+    assert VonOptions(endpoint="http://von:8777", allow_remote=True).endpoint == "http://von:8777"
