@@ -167,3 +167,19 @@ def test_install_dir_comes_from_the_environment(tmp_path):
     config = config_in(tmp_path)
     assert config.install_dir == Path(tmp_path / "state")
     assert config.routing_log == tmp_path / "state" / "logs" / "routing.jsonl"
+
+
+def test_the_example_config_is_valid_and_documents_every_key(tmp_path):
+    from system1.config import SECTIONS
+    from system1.providers import REGISTRY
+
+    example = Path(__file__).parents[2] / "deploy" / "config.example.toml"
+    text = example.read_text(encoding="utf-8")
+    assert load_config({"SYSTEM1_CONFIG": str(example)}).ok
+    for table, model in SECTIONS.items():
+        for key in model.model_fields:
+            assert f"# {key} =" in text.split(f"\n[{table}]\n")[1], f"[{table}] {key} is not documented"
+    for name, provider in REGISTRY.items():
+        section = text.split(f"[providers.{name}]")[1]
+        for key in provider.Options.model_fields:
+            assert f"# {key} =" in section, f"[providers.{name}] {key} is not documented"

@@ -1,0 +1,28 @@
+# Developer tasks; CI runs the same targets (.ci/run).
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: setup test test-unit smoke schemas clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+setup: $(BIN)/python  ## install the gateway and the test tools into .venv
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+
+test: test-unit  ## every test tier that exists
+
+test-unit:
+	$(BIN)/pytest tests/unit
+
+smoke:  ## start the MCP server as a client does and ask one question
+	$(BIN)/system1 smoke --standalone --question "Rerun the flaky pipeline or block the merge?" \
+		--options "rerun the pipeline" "block the merge"
+
+schemas:  ## regenerate the published JSON Schemas from the models
+	$(BIN)/python -m system1.schema --write
+
+clean:
+	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,69 @@
+"""The `system1` command: toggle, and smoke's verdicts and exit codes against real servers."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from system1.cli import EXIT_DECISION, EXIT_HEALTH, EXIT_OK, EXIT_START, main
+
+
+def run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "system1", *args], env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.fixture
+def env(tmp_path) -> dict[str, str]:
+    config = tmp_path / "config.toml"
+    config.write_text('[gateway]\nprovider = "mock"\n')
+    return {**os.environ, "SYSTEM1_CONFIG": str(config), "SYSTEM1_INSTALL_DIR": str(tmp_path / "state")}
+
+
+def test_toggle_off_pauses_on_resumes_and_status_reports(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("SYSTEM1_INSTALL_DIR", str(tmp_path / "state"))
+    assert main(["toggle", "status"]) == 0 and capsys.readouterr().out == "System-1 on\n"
+    assert main(["toggle", "off"]) == 0
+    assert (tmp_path / "state" / "paused").exists()
+    main(["toggle", "status"])
+    assert "paused since" in capsys.readouterr().out
+    assert main(["toggle", "on"]) == 0 and not (tmp_path / "state" / "paused").exists()
+
+
+def test_smoke_passes_with_a_decision(env):
+    result = run_cli("smoke", "--standalone", "--question", "Rerun or block?", "--options", "rerun", "block", env=env)
+    assert result.returncode == EXIT_OK, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert [line.split()[0] for line in lines] == ["START", "HANDSHAKE", "TOOLS", "HEALTH", "DECISION", "RESULT"]
+    assert "decided: rerun confidence 0.9 via mock" in result.stdout
+    assert lines[-1].split() == ["RESULT", "PASS"]
+
+
+def test_smoke_fails_on_health_when_the_engine_is_down(env):
+    env = {**env, "SYSTEM1_PROVIDER": "laya", "SYSTEM1_LAYA_ENDPOINT": "http://127.0.0.1:9"}
+    result = run_cli("smoke", "--standalone", env=env)
+    assert result.returncode == EXIT_HEALTH
+    assert "HEALTH    FAIL  down" in result.stdout and "127.0.0.1:9" in result.stdout
+
+
+def test_smoke_fails_on_a_decision_error(env):
+    env = {**env, "SYSTEM1_MOCK_RESPONSE": '"not an answer"'}
+    result = run_cli("smoke", "--standalone", "--question", "Is it safe?", env=env)
+    assert result.returncode == EXIT_DECISION
+    assert "DECISION  FAIL  malformed_response" in result.stdout
+
+
+def test_smoke_fails_on_a_server_that_does_not_start(env):
+    result = run_cli("smoke", "--command", f"{sys.executable} -c 'import sys; sys.exit(3)'", "--timeout", "30", env=env)
+    assert result.returncode == EXIT_START
+    assert "HANDSHAKE FAIL" in result.stdout
+
+
+def test_options_without_a_question_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as caught:
+        main(["smoke", "--options", "a", "b"])
+    assert caught.value.code == 2 and "--options needs --question" in capsys.readouterr().err
