@@ -172,6 +172,7 @@ def test_install_dir_comes_from_the_environment(tmp_path):
 def test_the_example_config_is_valid_and_documents_every_key(tmp_path):
     from system1.config import SECTIONS
     from system1.providers import REGISTRY
+    from system1.providers.base import ProviderOptions
 
     example = Path(__file__).parents[2] / "deploy" / "config.example.toml"
     text = example.read_text(encoding="utf-8")
@@ -179,7 +180,10 @@ def test_the_example_config_is_valid_and_documents_every_key(tmp_path):
     for table, model in SECTIONS.items():
         for key in model.model_fields:
             assert f"# {key} =" in text.split(f"\n[{table}]\n")[1], f"[{table}] {key} is not documented"
+    common = set(ProviderOptions.model_fields)
+    for key in common:
+        assert f"# {key} =" in text, f"the lane key {key} is not documented"
     for name, provider in REGISTRY.items():
         section = text.split(f"[providers.{name}]")[1]
-        for key in provider.Options.model_fields:
+        for key in set(provider.Options.model_fields) - common:
             assert f"# {key} =" in section, f"[providers.{name}] {key} is not documented"

@@ -22,11 +22,14 @@ from typing import Any
 from . import __version__
 from .calibration import LOCAL_FITS_NAME, Calibrator, temper
 from .config import LoadedConfig
+from .events import Observer
+from .lanes import INTERACTIVE, Lane
 from .logs import request_id_var
 from .providers import REGISTRY
 from .providers.base import (
     EngineError,
     MalformedResponse,
+    Overloaded,
     Provider,
     ProviderError,
     ProviderTimeout,
@@ -112,20 +115,25 @@ def _ms(seconds: float) -> int:
 
 
 class Gateway:
-    """One core per process: the configured chain, calibration and the paused state."""
+    """One core per process: the configured chain, its lanes, calibration and the paused state."""
 
     def __init__(
         self,
         config: LoadedConfig,
         providers: Mapping[str, Provider] | None = None,
         calibrator: Calibrator | None = None,
+        observer: Observer | None = None,
     ) -> None:
         self.config = config
         self.errors = list(config.errors)
+        self.observer = observer or Observer()
         self.providers: dict[str, Provider] = dict(providers or {})
         if not self.errors and providers is None:
             self._build_providers()
+        self.lanes = {name: Lane(p, self.observer) for name, p in self.providers.items()}
         self.calibrator = calibrator or Calibrator.load(config.install_dir / LOCAL_FITS_NAME)
+        self._probes: dict[str, tuple[float, dict[str, Any]]] = {}
+        self._probing: dict[str, asyncio.Task] = {}
 
     def _build_providers(self) -> None:
         settings = self.config.settings
@@ -148,30 +156,35 @@ class Gateway:
         return self.pause_file.exists()
 
     async def aclose(self) -> None:
+        await asyncio.gather(*(lane.aclose() for lane in self.lanes.values()), return_exceptions=True)
         await asyncio.gather(*(p.aclose() for p in self.providers.values()), return_exceptions=True)
 
     # -- decide ------------------------------------------------------------------------------
-    async def decide(self, payload: Any, client: str = "local") -> DecideResponse:
+    async def decide(self, payload: Any, client: str = "local", priority: int = INTERACTIVE) -> DecideResponse:
         """Answer one raw `system1_decide` request; never raises."""
         started = time.perf_counter()
         try:
             request = parse_request(payload)
         except RequestError as exc:
             response = error_response(ErrorCode.INVALID_REQUEST, exc.message, exc.request_id)
-            self._log(response, client, None)
-            return response
-        token = request_id_var.set(request.request_id or new_request_id())
-        try:
-            response = await self._decide(request, request_id_var.get(), started)
-        finally:
-            request_id_var.reset(token)
-        self._log(response, client, request)
+        else:
+            token = request_id_var.set(request.request_id or new_request_id())
+            try:
+                response = await self._decide(request, request_id_var.get(), started, client, priority)
+            finally:
+                request_id_var.reset(token)
+        self._log(response, client)
+        self.observer.decision(response, client, time.perf_counter() - started, response._abstain_reason)
         return response
 
-    async def _decide(self, request: DecideRequest, request_id: str, started: float) -> DecideResponse:
+    async def _decide(
+        self, request: DecideRequest, request_id: str, started: float, client: str, priority: int
+    ) -> DecideResponse:
         logger.debug("question %r options %r", request.question, request.options)
         if self.paused:
-            return DecideResponse(request_id=request_id, status="abstained", rationale=PAUSED_RATIONALE)
+            response = DecideResponse(request_id=request_id, status="abstained", rationale=PAUSED_RATIONALE)
+            response._abstain_reason = "paused"
+            return response
         if self.errors:
             return error_response(ErrorCode.CONFIG_ERROR, "; ".join(self.errors), request_id)
 
@@ -182,30 +195,44 @@ class Gateway:
             else self.config.settings.gateway.min_confidence
         )
         attempts: list[Attempt] = []
+        retry_hints: list[int] = []
         for name in self.chain:
-            answer, attempt = await self._attempt(name, query)
+            answer, attempt, retry_after_s = await self._attempt(name, query, client, priority)
             attempts.append(attempt)
+            self.observer.attempt(name, attempt.outcome)
+            if retry_after_s is not None:
+                retry_hints.append(retry_after_s)
             if answer is None:
                 continue
             return self._respond(request_id, name, query, answer, threshold, attempts, started)
         last = attempts[-1]
         summary = "; ".join(f"{a.provider}: {a.outcome} ({a.detail})" for a in attempts)
-        return error_response(
+        response = error_response(
             _FAILURE_CODES[last.outcome],
             f"no provider answered: {summary}",
             request_id,
             attempts,
             _ms(time.perf_counter() - started),
         )
+        if len(retry_hints) == len(attempts):  # every provider turned it away at the door
+            response._retry_after_s = min(retry_hints)
+        return response
 
-    async def _attempt(self, name: str, query: Query) -> tuple[Answer | None, Attempt]:
+    async def _attempt(
+        self, name: str, query: Query, client: str, priority: int
+    ) -> tuple[Answer | None, Attempt, int | None]:
         provider = self.providers[name]
         timeout_s = self.config.settings.gateway.timeout_s
         started = time.perf_counter()
         outcome: Outcome
+        retry_after_s = None
         try:
-            raw = await asyncio.wait_for(provider.decide(query, timeout_s), timeout_s)
-            answer = check_answer(raw, query.choices, provider.model_id)
+            answers = await asyncio.wait_for(
+                self.lanes[name].run(query.context, [query], client, priority, timeout_s), timeout_s
+            )
+            answer = check_answer(answers[0], query.choices, provider.model_id)
+        except Overloaded as exc:
+            outcome, detail, retry_after_s = "error", str(exc), exc.retry_after_s
         except (TimeoutError, ProviderTimeout) as exc:
             outcome, detail = "timeout", str(exc) or f"no answer within {timeout_s:g} s"
         except ProviderError as exc:
@@ -220,8 +247,10 @@ class Gateway:
         else:
             latency = _ms(time.perf_counter() - started)
             outcome = "abstained" if answer.abstain else "ok"
-            return answer, Attempt(provider=name, outcome=outcome, latency_ms=latency, detail=answer.rationale if answer.abstain else None)
-        return None, Attempt(provider=name, outcome=outcome, latency_ms=_ms(time.perf_counter() - started), detail=detail)
+            detail = answer.rationale if answer.abstain else None
+            return answer, Attempt(provider=name, outcome=outcome, latency_ms=latency, detail=detail), None
+        latency = _ms(time.perf_counter() - started)
+        return None, Attempt(provider=name, outcome=outcome, latency_ms=latency, detail=detail), retry_after_s
 
     def _respond(
         self,
@@ -235,12 +264,14 @@ class Gateway:
     ) -> DecideResponse:
         common = {"request_id": request_id, "provider": name, "attempts": attempts}
         if answer.abstain:
-            return DecideResponse(
+            response = DecideResponse(
                 status="abstained",
                 rationale=answer.rationale or f"{name} abstained",
                 latency_ms=_ms(time.perf_counter() - started),
                 **common,
             )
+            response._abstain_reason = "engine"
+            return response
         probabilities, confidence, calibrated = answer.probabilities, answer.confidence, False
         fit = (
             self.calibrator.lookup(name, answer.model, query.question, len(query.choices))
@@ -255,7 +286,7 @@ class Gateway:
             attempts[-1] = attempts[-1].model_copy(
                 update={"outcome": "abstained", "detail": f"confidence {confidence:.2f} below {threshold:.2f}"}
             )
-            return DecideResponse(
+            response = DecideResponse(
                 status="abstained",
                 confidence=confidence,
                 probabilities=probabilities,
@@ -267,6 +298,8 @@ class Gateway:
                 latency_ms=_ms(time.perf_counter() - started),
                 **common,
             )
+            response._abstain_reason = "threshold"
+            return response
         return DecideResponse(
             status="decided",
             decision=answer.decision,
@@ -278,7 +311,7 @@ class Gateway:
             **common,
         )
 
-    def _log(self, response: DecideResponse, client: str, request: DecideRequest | None) -> None:
+    def _log(self, response: DecideResponse, client: str) -> None:
         token = request_id_var.set(response.request_id)
         try:
             logger.info(
@@ -295,7 +328,7 @@ class Gateway:
             request_id_var.reset(token)
 
     # -- health and capabilities -------------------------------------------------------------
-    async def probe(self, name: str) -> dict[str, Any]:
+    async def _probe(self, name: str) -> dict[str, Any]:
         provider = self.providers[name]
         timeout_s = min(self.config.settings.gateway.timeout_s, HEALTH_TIMEOUT_S)
         started = time.perf_counter()
@@ -306,11 +339,26 @@ class Gateway:
             ok, detail = False, f"no health answer within {timeout_s:g} s"
         except Exception as exc:
             ok, detail = False, f"health probe failed ({type(exc).__name__})"
-        return {"ok": ok, "latency_ms": _ms(time.perf_counter() - started), "detail": detail}
+        self.observer.engine_up(name, ok)
+        result = {"ok": ok, "latency_ms": _ms(time.perf_counter() - started), "detail": detail}
+        self._probes[name] = (time.monotonic(), result)
+        return result
 
-    async def health(self) -> dict[str, Any]:
+    async def probe(self, name: str, max_age_s: float = 0.0) -> dict[str, Any]:
+        """A cached probe no older than `max_age_s`; callers at the same moment share one."""
+        cached = self._probes.get(name)
+        if cached is not None and max_age_s > 0 and time.monotonic() - cached[0] <= max_age_s:
+            return cached[1]
+        task = self._probing.get(name)
+        if task is None:
+            task = asyncio.ensure_future(self._probe(name))
+            self._probing[name] = task
+            task.add_done_callback(lambda _t, n=name: self._probing.pop(n, None))
+        return await asyncio.shield(task)
+
+    async def health(self, max_age_s: float = 0.0) -> dict[str, Any]:
         names = [n for n in self.chain if n in self.providers]
-        probes = await asyncio.gather(*(self.probe(n) for n in names))
+        probes = await asyncio.gather(*(self.probe(n, max_age_s) for n in names))
         providers = [
             {"name": name, "role": "primary" if i == 0 else "fallback", **probe}
             for i, (name, probe) in enumerate(zip(names, probes))

@@ -14,7 +14,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 SCHEMA_VERSION = "1"
 SCHEMA_VERSIONS = (SCHEMA_VERSION,)
@@ -126,6 +126,11 @@ class DecideResponse(BaseModel):
     latency_ms: int = 0
     attempts: list[Attempt] = Field(default_factory=list)
     error: ErrorInfo | None = None
+
+    # Not serialised: when every provider was overloaded, how long to wait before retrying,
+    # and why the decision abstained (engine, threshold, paused), for metrics.
+    _retry_after_s: int | None = PrivateAttr(default=None)
+    _abstain_reason: str | None = PrivateAttr(default=None)
 
 
 class RequestError(ValueError):

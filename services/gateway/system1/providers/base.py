@@ -5,6 +5,7 @@ Error tree (adapters translate their client's exceptions into these, once, with 
     EngineError              any failure of one attempt
     ├── ProviderError        transport failure, an engine error status, a request the engine
     │                        cannot take (too many options): the attempt's outcome is `error`
+    │   └── Overloaded       the provider's lane queue is full; carries a retry hint
     ├── ProviderTimeout      the engine did not answer in time: outcome `timeout`
     └── MalformedResponse    a reply the adapter cannot read: outcome `malformed`
 
@@ -23,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import httpx
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class EngineError(Exception):
@@ -32,6 +33,12 @@ class EngineError(Exception):
 
 class ProviderError(EngineError):
     pass
+
+
+class Overloaded(ProviderError):
+    def __init__(self, message: str, retry_after_s: int) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
 
 
 class ProviderTimeout(EngineError):
@@ -79,9 +86,17 @@ class Capabilities:
 
 
 class ProviderOptions(BaseModel):
-    """Settings of one provider, from `[providers.<name>]` or `SYSTEM1_<NAME>_<KEY>`."""
+    """Settings of one provider, from `[providers.<name>]` or `SYSTEM1_<NAME>_<KEY>`.
+
+    The lane keys apply to every provider: engine passes in flight at once, requests that may
+    wait, and how many queued requests one batch pass may carry.
+    """
 
     model_config = ConfigDict(extra="forbid")
+
+    slots: int = Field(default=1, ge=1, le=64)
+    max_queue: int = Field(default=64, ge=0, le=10_000)
+    max_batch: int = Field(default=32, ge=1, le=64)
 
 
 class Provider(abc.ABC):
@@ -106,7 +121,10 @@ class Provider(abc.ABC):
         """Answer one question; pass `timeout_s` to every I/O call."""
 
     async def decide_many(self, state: Any, queries: list[Query], timeout_s: float) -> list[Any]:
-        """Answer several questions about one text; engines that can override this with one pass."""
+        """Answer several questions about one text (`state`); engines that can override this
+        with one pass. A single question keeps its own context when `state` is None."""
+        if len(queries) == 1 and state is None:
+            return [await self.decide(queries[0], timeout_s)]
         answers = []
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout_s
@@ -116,6 +134,10 @@ class Provider(abc.ABC):
                 raise ProviderTimeout(f"{len(answers)} of {len(queries)} questions answered in time")
             answers.append(await self.decide(Query(query.question, query.choices, query.yes_no, state), remaining))
         return answers
+
+    async def decide_batch(self, states: list[Any], queries: list[Query], timeout_s: float) -> list[list[Any]]:
+        """The same questions about several texts, in one pass where `capabilities().batch`."""
+        raise ProviderError(f"{self.name} has no batch endpoint")
 
     @abc.abstractmethod
     async def health(self, timeout_s: float) -> HealthProbe:

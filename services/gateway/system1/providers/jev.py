@@ -25,9 +25,11 @@ from .base import (
 from .http import HttpEngine, HttpOptions, make_client
 
 
-def state_of(query: Query) -> Any:
-    """The text the engine reads: the context when given, else the question itself."""
-    return query.context if query.context not in (None, {}, "") else query.question
+def state_of(state: Any, queries: list[Query]) -> Any:
+    """The text the engine reads: the given state, else a lone question itself."""
+    if state not in (None, {}, ""):
+        return state
+    return queries[0].question if len(queries) == 1 else ""
 
 
 def qid(index: int) -> str:
@@ -106,14 +108,10 @@ class JevProvider(Provider):
     def check(self, query: Query) -> None:
         """Refuse what the engine cannot take, before calling it."""
 
-    def body(self, state: Any, queries: list[Query]) -> dict[str, Any]:
+    def questions(self, queries: list[Query]) -> dict[str, Any]:
         for query in queries:
             self.check(query)
-        return {
-            **self.model_field(),
-            "state": state,
-            "questions": {qid(i): self.question(q) for i, q in enumerate(queries)},
-        }
+        return {qid(i): self.question(q) for i, q in enumerate(queries)}
 
     # -- reply -------------------------------------------------------------------------------
     def answered_model(self, reply: dict[str, Any]) -> str:
@@ -156,13 +154,27 @@ class JevProvider(Provider):
 
     # -- contract ----------------------------------------------------------------------------
     async def decide(self, query: Query, timeout_s: float) -> Any:
-        return (await self.decide_many(state_of(query), [query], timeout_s))[0]
+        return (await self.decide_many(query.context, [query], timeout_s))[0]
 
     async def decide_many(self, state: Any, queries: list[Query], timeout_s: float) -> list[Any]:
-        reply = await self.engine.request(
-            "POST", "/v1/systemone", timeout_s, self.body(state, queries), self.headers()
-        )
+        body = {**self.model_field(), "state": state_of(state, queries), "questions": self.questions(queries)}
+        reply = await self.engine.request("POST", "/v1/systemone", timeout_s, body, self.headers())
         return self.read_reply(reply, queries)
+
+    async def decide_batch(self, states: list[Any], queries: list[Query], timeout_s: float) -> list[list[Any]]:
+        """`POST /v1/systemone/batch`: several states under one set of questions, one pass."""
+        if not self.capabilities().batch:
+            return await super().decide_batch(states, queries, timeout_s)
+        body = {
+            **self.model_field(),
+            "states": [state_of(state, queries) for state in states],
+            "questions": self.questions(queries),
+        }
+        reply = await self.engine.request("POST", "/v1/systemone/batch", timeout_s, body, self.headers())
+        results = reply.get("results") if isinstance(reply, dict) else None
+        if not isinstance(results, list) or len(results) != len(states):
+            raise MalformedResponse(f"{self.name}: batch reply has no 'results' for each of {len(states)} states")
+        return [self.read_reply(result, queries) for result in results]
 
     async def health(self, timeout_s: float) -> HealthProbe:
         try:

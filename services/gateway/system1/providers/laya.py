@@ -85,22 +85,36 @@ class LayaProvider(JevProvider):
             return float(value)
         return super().confidence(answer, choice, shares)
 
-    def _english_only(self) -> bool:
-        return self.options.model in ENGLISH_ONLY
+    def _foreign_text(self, state: Any, queries: list[Query]) -> str | None:
+        """Why an English-only checkpoint must abstain on this text, or None."""
+        if self.options.model not in ENGLISH_ONLY:
+            return None
+        parts = [_text_of(state) if state is not None else ""]
+        parts += [q.question + " " + " ".join(q.choices) for q in queries]
+        share = non_latin_fraction(" ".join(parts))
+        if share <= NON_LATIN_LIMIT:
+            return None
+        return (
+            f"laya {self.options.model} is English-only and {share:.0%} of the letters are not "
+            'Latin; use model = "multilingual" for such text'
+        )
 
     async def decide_many(self, state: Any, queries: list[Query], timeout_s: float) -> list[Any]:
-        if self._english_only():
-            text = " ".join([_text_of(state)] + [q.question + " " + " ".join(q.choices) for q in queries])
-            share = non_latin_fraction(text)
-            if share > NON_LATIN_LIMIT:
-                reason = (
-                    f"laya {self.options.model} is English-only and {share:.0%} of the letters are "
-                    "not Latin; use model = \"multilingual\" for such text"
-                )
-                for query in queries:
-                    self.check(query)
-                return [{"abstain": True, "rationale": reason} for _ in queries]
-        return await super().decide_many(state, queries, timeout_s)
+        reason = self._foreign_text(state, queries)
+        if reason is None:
+            return await super().decide_many(state, queries, timeout_s)
+        self.questions(queries)  # the option limit still applies
+        return [{"abstain": True, "rationale": reason} for _ in queries]
+
+    async def decide_batch(self, states: list[Any], queries: list[Query], timeout_s: float) -> list[list[Any]]:
+        reasons = [self._foreign_text(state, queries) for state in states]
+        sent = [i for i, reason in enumerate(reasons) if reason is None]
+        answered = await super().decide_batch([states[i] for i in sent], queries, timeout_s) if sent else []
+        results: list[list[Any]] = [[{"abstain": True, "rationale": r} for _ in queries] for r in reasons]
+        for index, answers in zip(sent, answered):
+            results[index] = answers
+        self.questions(queries)
+        return results
 
     async def health(self, timeout_s: float) -> HealthProbe:
         try:

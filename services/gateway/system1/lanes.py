@@ -1,0 +1,173 @@
+"""One lane per provider: bounded engine passes in flight, a fair queue, micro-batching.
+
+- At most `slots` engine passes run at once; the rest wait in a queue of at most `max_queue`
+  requests. A full queue answers at once with `Overloaded` and a retry hint instead of letting
+  requests pile up into timeouts.
+- The queue is served interactive work first (MCP, the hook), then batch work (calibration,
+  benchmarks), and round-robin across clients within each, so one client's flood cannot starve
+  another.
+- For engines with a batch endpoint, queued requests that ask the same questions are merged
+  into one pass (up to `max_batch` states). A request that arrives at an idle lane is sent at
+  once: batching only ever collects what is already waiting.
+- The caller bounds the whole wait (queue plus engine) with its own timeout; a request that
+  gives up leaves the queue, and a pass gets the longest remaining deadline of what it carries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections import OrderedDict, deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from .events import Observer
+from .providers.base import Overloaded, Provider, Query
+
+INTERACTIVE, BATCH = 0, 1
+PRIORITIES = {"interactive": INTERACTIVE, "batch": BATCH}
+
+
+@dataclass(eq=False)
+class _Job:
+    state: Any
+    queries: list[Query]
+    client: str
+    priority: int
+    deadline: float
+    key: tuple
+    future: asyncio.Future = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+
+
+def batch_key(queries: list[Query]) -> tuple:
+    return tuple((q.question, tuple(q.choices), q.yes_no) for q in queries)
+
+
+class Lane:
+    def __init__(self, provider: Provider, observer: Observer | None = None) -> None:
+        options = provider.options
+        self.provider = provider
+        self.name = provider.name
+        self.slots = options.slots
+        self.max_queue = options.max_queue
+        self.max_batch = options.max_batch if provider.capabilities().batch else 1
+        self.observer = observer or Observer()
+        self.in_flight = 0
+        self.queued = 0
+        self._queues: tuple[OrderedDict[str, deque[_Job]], ...] = (OrderedDict(), OrderedDict())
+        self._pass_seconds = 0.05  # running mean of a pass, for the retry hint
+        self._tasks: set[asyncio.Task] = set()
+
+    async def run(
+        self, state: Any, queries: list[Query], client: str, priority: int, timeout_s: float
+    ) -> list[Any]:
+        """Answer `queries` about `state` through this lane; the caller bounds the wait."""
+        if self.in_flight >= self.slots and self.queued >= self.max_queue:
+            raise Overloaded(f"{self.name} is overloaded: {self.queued} requests waiting", self.retry_after_s())
+        loop = asyncio.get_running_loop()
+        job = _Job(state, queries, client, priority, loop.time() + timeout_s, batch_key(queries))
+        self._enqueue(job)
+        self._dispatch()
+        try:
+            return await job.future
+        finally:
+            if not job.future.done():
+                job.future.cancel()
+            self._forget(job)
+
+    def retry_after_s(self) -> int:
+        waiting_passes = math.ceil((self.queued + 1) / (self.slots * self.max_batch))
+        return max(1, math.ceil(waiting_passes * self._pass_seconds))
+
+    # -- queue -------------------------------------------------------------------------------
+    def _enqueue(self, job: _Job) -> None:
+        self._queues[job.priority].setdefault(job.client, deque()).append(job)
+        self.queued += 1
+        self._report()
+
+    def _forget(self, job: _Job) -> None:
+        """Drop a job that gave up while still queued."""
+        queue = self._queues[job.priority].get(job.client)
+        if queue is not None and job in queue:
+            queue.remove(job)
+            self.queued -= 1
+            if not queue:
+                del self._queues[job.priority][job.client]
+            self._report()
+
+    def _next(self) -> _Job | None:
+        """Interactive before batch; round-robin over clients within a priority."""
+        for queues in self._queues:
+            while queues:
+                client, queue = next(iter(queues.items()))
+                job = queue.popleft()
+                self.queued -= 1
+                if queue:
+                    queues.move_to_end(client)
+                else:
+                    del queues[client]
+                if not job.future.done():
+                    return job
+        return None
+
+    def _companions(self, key: tuple, room: int) -> list[_Job]:
+        """Queued jobs asking the same questions, interactive ones first, up to `room`."""
+        taken: list[_Job] = []
+        for queues in self._queues:
+            for client in list(queues):
+                queue = queues[client]
+                for job in [j for j in queue if j.key == key and not j.future.done()]:
+                    if len(taken) >= room:
+                        return taken
+                    queue.remove(job)
+                    self.queued -= 1
+                    taken.append(job)
+                if not queue:
+                    del queues[client]
+        return taken
+
+    # -- passes ------------------------------------------------------------------------------
+    def _dispatch(self) -> None:
+        while self.in_flight < self.slots:
+            job = self._next()
+            if job is None:
+                break
+            jobs = [job, *self._companions(job.key, self.max_batch - 1)]
+            self.in_flight += 1
+            task = asyncio.create_task(self._pass(jobs))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        self._report()
+
+    async def _pass(self, jobs: list[_Job]) -> None:
+        loop = asyncio.get_running_loop()
+        timeout_s = max(0.001, max(j.deadline for j in jobs) - loop.time())
+        started = time.perf_counter()
+        try:
+            if len(jobs) == 1:
+                results = [await self.provider.decide_many(jobs[0].state, jobs[0].queries, timeout_s)]
+            else:
+                results = await self.provider.decide_batch([j.state for j in jobs], jobs[0].queries, timeout_s)
+            for job, result in zip(jobs, results):
+                if not job.future.done():
+                    job.future.set_result(result)
+        except Exception as exc:
+            for job in jobs:
+                if not job.future.done():
+                    job.future.set_exception(exc)
+                    job.future.exception()  # a waiter that gave up must not leave it unretrieved
+        finally:
+            seconds = time.perf_counter() - started
+            self._pass_seconds = 0.8 * self._pass_seconds + 0.2 * seconds
+            self.in_flight -= 1
+            self.observer.engine_pass(self.name, len(jobs), seconds)
+            self._dispatch()
+
+    def _report(self) -> None:
+        self.observer.lane(self.name, self.queued, self.in_flight)
+
+    async def aclose(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
