@@ -1,4 +1,4 @@
-"""The `system1` command: `mcp`, `smoke` and `toggle`."""
+"""The `system1` command: `serve`, `mcp`, `smoke`, `toggle`, `reload` and `keys`."""
 
 from __future__ import annotations
 
@@ -23,16 +23,20 @@ def cmd_mcp(args: argparse.Namespace) -> int:
     from .logs import configure_logging
     from .mcp import run_stdio
 
+    if not args.standalone:
+        from .bridge import ServiceBackend
+
+        configure_logging(os.environ.get("SYSTEM1_LOG_LEVEL", "INFO").upper())
+
+        async def service_backend():
+            return ServiceBackend.from_env()
+
+        run_stdio(service_backend, client_name())
+        return EXIT_OK
+
     config = load_config()
     gateway_settings = config.settings.gateway
     configure_logging(gateway_settings.log_level, gateway_settings.log_file)
-    if not args.standalone:
-        print(
-            "system1 mcp: the bridge to the gateway service is not available in this build; "
-            "run `system1 mcp --standalone` to serve the core in this process",
-            file=sys.stderr,
-        )
-        return EXIT_START
 
     async def core_backend():
         from .gateway import Gateway
@@ -41,6 +45,90 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         return CoreBackend(Gateway(config))
 
     run_stdio(core_backend, client_name())
+    return EXIT_OK
+
+
+# -- serve, reload, keys -----------------------------------------------------------------------
+def cmd_serve(args: argparse.Namespace) -> int:
+    import signal
+
+    import uvicorn
+
+    from .api import create_app
+    from .logs import configure_logging
+    from .service import Service
+
+    service = Service()
+    settings = service.config.settings
+    configure_logging(settings.gateway.log_level, settings.gateway.log_file)
+    app = create_app(service)
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app,
+            host=args.host or settings.service.host,
+            port=args.port or settings.service.port,
+            log_config=None,
+            access_log=False,
+            timeout_graceful_shutdown=10,
+        )
+    )
+
+    async def main() -> None:
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(service.reload()))
+        await server.serve()
+
+    import asyncio
+
+    asyncio.run(main())
+    return EXIT_OK
+
+
+def cmd_reload(args: argparse.Namespace) -> int:
+    from .bridge import ServiceBackend
+
+    backend = ServiceBackend.from_env()
+
+    async def main() -> int:
+        import httpx
+
+        try:
+            response = await backend.http.post("/v1/reload", timeout=30)
+            body = response.json()
+        except (httpx.HTTPError, ValueError) as exc:
+            print(backend._unreachable(exc), file=sys.stderr)
+            return EXIT_START
+        finally:
+            await backend.aclose()
+        if body.get("reloaded"):
+            print("reloaded the config and calibration fits")
+            return EXIT_OK
+        print("reload refused, the running config stays:", *body.get("errors", [body]), sep="\n  ", file=sys.stderr)
+        return EXIT_HEALTH
+
+    import asyncio
+
+    return asyncio.run(main())
+
+
+def cmd_keys(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .auth import add_key
+
+    path = args.file or load_config().settings.service.api_keys_file
+    if not path:
+        print("no keys file: set [service] api_keys_file or pass --file", file=sys.stderr)
+        return EXIT_START
+    try:
+        key = add_key(Path(path).expanduser(), args.name)
+    except ValueError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_START
+    print(f"API key for {args.name} (shown once; the file keeps only its hash):\n{key}")
+    print("Reload the service (`system1 reload`) for it to take effect.", file=sys.stderr)
     return EXIT_OK
 
 
@@ -138,7 +226,21 @@ def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="system1", description="System-1 Gateway")
     commands = top.add_subparsers(dest="command", required=True)
 
-    mcp = commands.add_parser("mcp", help="serve the MCP tools over stdio")
+    serve = commands.add_parser("serve", help="run the gateway service (REST, /mcp, metrics)")
+    serve.add_argument("--host", help="bind address (default: [service] host)")
+    serve.add_argument("--port", type=int, help="port (default: [service] port)")
+    serve.set_defaults(func=cmd_serve)
+
+    reload = commands.add_parser("reload", help="make the running service re-read its config and fits")
+    reload.set_defaults(func=cmd_reload)
+
+    keys = commands.add_parser("keys", help="add an API key for a client")
+    keys.add_argument("action", choices=["add"])
+    keys.add_argument("name", help="the client the key names")
+    keys.add_argument("--file", help="keys file (default: [service] api_keys_file)")
+    keys.set_defaults(func=cmd_keys)
+
+    mcp = commands.add_parser("mcp", help="serve the MCP tools over stdio (a bridge to the service)")
     mcp.add_argument("--standalone", action="store_true", help="run the gateway core in this process")
     mcp.set_defaults(func=cmd_mcp)
 

@@ -59,13 +59,36 @@ class SkillsSettings(_Section):
     min_confidence: float = Field(default=0.8, ge=0.0, le=1.0)
 
 
+class ServiceSettings(_Section):
+    """The long-running gateway service (`system1 serve`)."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8080, ge=1, le=65535)
+    allowed_hosts: list[str] = Field(default_factory=list)
+    api_keys_file: str = ""
+    max_body_bytes: int = Field(default=1_048_576, ge=1024, le=64 * 1_048_576)
+    clients: list[str] = Field(default_factory=list)
+    batch_clients: list[str] = Field(default_factory=list)
+    health_interval_s: float = Field(default=10.0, gt=0.0, le=3600.0)
+    request_log: str = ""
+    request_log_questions: bool = False
+    request_log_max_bytes: int = Field(default=10 * 1_048_576, ge=1024)
+    request_log_backups: int = Field(default=3, ge=0, le=100)
+
+
 SECTIONS: dict[str, type[_Section]] = {
     "gateway": GatewaySettings,
     "routing": RoutingSettings,
     "skills": SkillsSettings,
+    "service": ServiceSettings,
 }
 # Environment prefix per section: [gateway] keys are SYSTEM1_<KEY>.
-ENV_PREFIX = {"gateway": "SYSTEM1_", "routing": "SYSTEM1_ROUTING_", "skills": "SYSTEM1_SKILLS_"}
+ENV_PREFIX = {
+    "gateway": "SYSTEM1_",
+    "routing": "SYSTEM1_ROUTING_",
+    "skills": "SYSTEM1_SKILLS_",
+    "service": "SYSTEM1_SERVICE_",
+}
 # List-valued keys that hold paths take the OS path separator in the environment.
 PATH_LISTS = {("routing", "log_dirs")}
 
@@ -75,6 +98,7 @@ class Settings:
     gateway: GatewaySettings = field(default_factory=GatewaySettings)
     routing: RoutingSettings = field(default_factory=RoutingSettings)
     skills: SkillsSettings = field(default_factory=SkillsSettings)
+    service: ServiceSettings = field(default_factory=ServiceSettings)
     providers: dict[str, ProviderOptions] = field(default_factory=dict)
 
     @property
@@ -209,7 +233,9 @@ def load_config(env: Mapping[str, str] | None = None) -> LoadedConfig:
 
     chain = [gateway.provider, *gateway.fallback]
     providers = _load_providers(data.get("providers") or {}, env, chain, collect)
-    settings = Settings(sections["gateway"], sections["routing"], sections["skills"], providers)
+    settings = Settings(
+        sections["gateway"], sections["routing"], sections["skills"], sections["service"], providers
+    )
     return LoadedConfig(settings, path if path.exists() else None, collect.errors, install_dir(env))
 
 

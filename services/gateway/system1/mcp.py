@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import anyio
@@ -106,7 +107,8 @@ def _failure(message: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
 
 
-def build_server(backend: Backend, client: str) -> Server:
+def build_server(backend: Backend, client: str | Callable[[Any], str]) -> Server:
+    """The MCP server; `client` names the caller, or derives the name from the request context."""
     tools = tool_list()
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
@@ -116,7 +118,8 @@ def build_server(backend: Backend, client: str) -> Server:
         arguments = params.arguments or {}
         try:
             if params.name == "system1_decide":
-                envelope = await backend.decide(arguments, client)
+                caller = client(ctx) if callable(client) else client
+                envelope = await backend.decide(arguments, caller)
                 return _result(envelope, is_error=envelope.get("status") == "error")
             if arguments:
                 return _failure(f"{params.name} takes no arguments; got {sorted(arguments)}")

@@ -1,0 +1,244 @@
+"""The HTTP front door: REST, MCP over streamable HTTP at `/mcp`, health and metrics.
+
+`create_app(service)` builds the app around an injected `Service`; routes stay thin and every
+error body, the framework's own included, is the schema v1 envelope. HTTP status follows the
+envelope: 200 for decided and abstained answers and for provider-side errors (the envelope
+says which), 400 for an invalid request, 401/403 for auth and Host, 413 for an oversized body,
+429 with `Retry-After` when every lane is full, 503 for a broken config.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.datastructures import Headers
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from . import __version__
+from .auth import BRIDGE, host_allowed, valid_name
+from .mcp import build_server
+from .metrics import CONTENT_TYPE
+from .schema import DecideResponse, ErrorCode, error_response, json_schemas
+from .service import Service
+
+# Reachable without a key: liveness, readiness and metrics carry no decisions and no secrets.
+OPEN_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
+CLIENT_HEADER = "x-system1-client"
+PRIORITY_HEADER = "x-system1-priority"
+ANONYMOUS = "anonymous"
+
+
+def envelope(code: ErrorCode, message: str, status: int, headers: dict[str, str] | None = None) -> JSONResponse:
+    body = error_response(code, message).model_dump(mode="json")
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def status_of(response: DecideResponse) -> tuple[int, dict[str, str]]:
+    if response.error is None:
+        return 200, {}
+    if response.error.code == ErrorCode.INVALID_REQUEST:
+        return 400, {}
+    if response.error.code == ErrorCode.CONFIG_ERROR:
+        return 503, {}
+    if response._retry_after_s is not None:
+        return 429, {"Retry-After": str(response._retry_after_s)}
+    return 200, {}
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+class Hygiene:
+    """Host allow-list, body size limit and API keys, for every HTTP route including `/mcp`.
+
+    It also names the caller in `scope["state"]`: the key's name, or for the bridge token (and
+    when no keys are configured) the `X-System1-Client` header.
+    """
+
+    def __init__(self, app: ASGIApp, service: Service) -> None:
+        self.app = app
+        self.service = service
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        settings = self.service.config.settings.service
+        headers = Headers(scope=scope)
+        if not host_allowed(headers.get("host"), settings.allowed_hosts):
+            await envelope(ErrorCode.INVALID_REQUEST, f"Host {headers.get('host')!r} is not allowed", 403)(scope, receive, send)
+            return
+        limit = settings.max_body_bytes
+        length = headers.get("content-length")
+        if length is not None and (not length.isdigit() or int(length) > limit):
+            await self._too_large(limit)(scope, receive, send)
+            return
+        identity = None
+        authorization = headers.get("authorization", "")
+        if authorization.lower().startswith("bearer "):
+            identity = self.service.keys.identify(authorization[7:].strip())
+        if scope["path"] not in OPEN_PATHS and self.service.keys.required and identity is None:
+            reason = "a valid API key is required" if not authorization else "the API key is not valid"
+            response = envelope(ErrorCode.INVALID_REQUEST, f"unauthorized: {reason}", 401, {"WWW-Authenticate": "Bearer"})
+            await response(scope, receive, send)
+            return
+        named = headers.get(CLIENT_HEADER, "")
+        trusted_header = identity == BRIDGE or not self.service.keys.required
+        if identity is not None and identity != BRIDGE:
+            client = identity
+        else:
+            client = named if trusted_header and valid_name(named) else ANONYMOUS
+        state = scope.setdefault("state", {})
+        state["system1_client"] = client
+        state["system1_identity"] = identity
+
+        received = 0
+        started = False
+
+        async def counted() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > limit:
+                    raise _BodyTooLarge
+            return message
+
+        async def watched(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, counted, watched)
+        except _BodyTooLarge:
+            if not started:
+                await self._too_large(limit)(scope, receive, send)
+
+    @staticmethod
+    def _too_large(limit: int) -> JSONResponse:
+        return envelope(ErrorCode.INVALID_REQUEST, f"request body is larger than {limit} bytes", 413)
+
+
+class _ServiceBackend:
+    """The MCP tools inside the service call the shared core."""
+
+    def __init__(self, service: Service) -> None:
+        self.service = service
+
+    async def decide(self, arguments: dict[str, Any], client: str) -> dict[str, Any]:
+        return (await self.service.decide(arguments, client)).model_dump(mode="json")
+
+    async def health(self) -> dict[str, Any]:
+        return await self.service.health()
+
+    async def capabilities(self) -> dict[str, Any]:
+        return await self.service.capabilities()
+
+
+def _mcp_client(ctx: Any) -> str:
+    request = getattr(ctx, "request", None)
+    scope = getattr(request, "scope", None) or {}
+    return scope.get("state", {}).get("system1_client", ANONYMOUS)
+
+
+def create_app(service: Service) -> FastAPI:
+    mcp_server = build_server(_ServiceBackend(service), _mcp_client)
+    sessions = StreamableHTTPSessionManager(
+        app=mcp_server,
+        # Host checks happen in `Hygiene` for every route, with the configured allow-list.
+        security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
+    # The SDK keeps no public count of open sessions; read its table for the gauge.
+    service.metrics.mcp_sessions.set_function(lambda: len(getattr(sessions, "_server_instances", {})))
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await service.start()
+        try:
+            async with sessions.run():
+                yield
+        finally:
+            await service.stop()
+
+    app = FastAPI(
+        title="System-1 Gateway",
+        version=__version__,
+        summary="Fast multiple-choice decisions with calibrated confidence and abstention.",
+        lifespan=lifespan,
+    )
+    app.state.service = service
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return envelope(ErrorCode.INVALID_REQUEST, f"{request.method} {request.url.path}: {exc.detail}", exc.status_code)
+
+    @app.exception_handler(Exception)
+    async def internal_error(request: Request, exc: Exception) -> JSONResponse:
+        return envelope(ErrorCode.PROVIDER_ERROR, f"internal error ({type(exc).__name__})", 500)
+
+    @app.post("/v1/decide", response_model=DecideResponse, responses={400: {"model": DecideResponse}})
+    async def decide(request: Request) -> JSONResponse:
+        """Schema v1 request in, schema v1 envelope out (also on errors)."""
+        try:
+            payload = json.loads(await request.body())
+        except (ValueError, UnicodeDecodeError):
+            return envelope(ErrorCode.INVALID_REQUEST, "request: body is not valid JSON", 400)
+        client = request.state.system1_client
+        priority = service.priority_of(client, request.headers.get(PRIORITY_HEADER))
+        response = await service.decide(payload, client, priority)
+        status, headers = status_of(response)
+        return JSONResponse(response.model_dump(mode="json"), status_code=status, headers=headers)
+
+    @app.get("/v1/health")
+    async def health() -> dict[str, Any]:
+        """Gateway status and a cached probe of each engine in the chain."""
+        return await service.health()
+
+    @app.get("/v1/capabilities")
+    async def capabilities() -> dict[str, Any]:
+        return await service.capabilities()
+
+    @app.get("/v1/schema/{name}")
+    async def schema(name: str) -> JSONResponse:
+        schemas = json_schemas()
+        if name not in schemas:
+            return envelope(ErrorCode.INVALID_REQUEST, f"no schema {name!r}; there are {sorted(schemas)}", 404)
+        return JSONResponse(schemas[name])
+
+    @app.post("/v1/reload")
+    async def reload(request: Request) -> JSONResponse:
+        """Re-read the config and calibration fits (the bridge token, or no keys configured)."""
+        if service.keys.required and request.state.system1_identity != BRIDGE:
+            return envelope(ErrorCode.INVALID_REQUEST, "reload needs the service's bridge token", 403)
+        result = await service.reload()
+        return JSONResponse(result, status_code=200 if result["reloaded"] else 409)
+
+    @app.get("/healthz")
+    async def healthz() -> dict[str, str]:
+        """The process is alive; no engine is called."""
+        return {"status": "alive"}
+
+    @app.get("/readyz")
+    async def readyz() -> JSONResponse:
+        """The config is loaded and the core is ready to decide."""
+        body = {"ready": service.ready, "config_errors": list(service.gateway.errors)}
+        return JSONResponse(body, status_code=200 if service.ready else 503)
+
+    @app.get("/metrics")
+    async def metrics() -> Response:
+        return Response(service.metrics.render(), media_type=CONTENT_TYPE)
+
+    app.router.routes.append(Route("/mcp", endpoint=StreamableHTTPASGIApp(sessions)))
+    app.add_middleware(Hygiene, service=service)
+    return app

@@ -1,0 +1,102 @@
+"""Every Prometheus metric of the gateway, declared in one place.
+
+Labels come only from bounded sets: provider names from the registry (or `none`), the status,
+outcome and abstention-reason enums, and client names listed in `[service] clients` (everyone
+else is `other`). No request ids or text ever become labels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    Info,
+    disable_created_metrics,
+    generate_latest,
+)
+
+from . import __version__
+from .events import Observer
+
+LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64)
+CONFIDENCE_BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1.0)
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+OTHER = "other"
+
+# `*_created` series double the output and no dashboard here reads them.
+disable_created_metrics()
+
+
+class Metrics(Observer):
+    def __init__(self, clients: Iterable[str] = ()) -> None:
+        self.clients = frozenset(clients)
+        r = self.registry = CollectorRegistry()
+        self.decisions = Counter("system1_decisions", "Decisions answered, by provider and status.",
+                                 ["provider", "status"], registry=r)
+        self.latency = Histogram("system1_decision_seconds", "End-to-end decision latency.",
+                                 buckets=LATENCY_BUCKETS, registry=r)
+        self.attempts = Counter("system1_attempts", "Provider attempts, by outcome.",
+                                ["provider", "outcome"], registry=r)
+        self.pass_latency = Histogram("system1_engine_pass_seconds", "Latency of one engine pass.",
+                                      ["provider"], buckets=LATENCY_BUCKETS, registry=r)
+        self.batch_size = Histogram("system1_engine_batch_size", "Requests carried by one engine pass.",
+                                    ["provider"], buckets=BATCH_BUCKETS, registry=r)
+        self.queue_depth = Gauge("system1_lane_queue_depth", "Requests waiting in a provider's lane.",
+                                 ["provider"], registry=r)
+        self.in_flight = Gauge("system1_lane_in_flight", "Engine passes in flight in a provider's lane.",
+                               ["provider"], registry=r)
+        self.engine_up_gauge = Gauge("system1_engine_up", "1 when the last health probe of the engine passed.",
+                                     ["provider"], registry=r)
+        self.abstentions = Counter("system1_abstentions", "Abstentions, by reason.", ["reason"], registry=r)
+        self.calibrated = Counter("system1_calibrated_decisions", "Answers rescaled by a calibration fit.",
+                                  ["provider"], registry=r)
+        self.confidence = Histogram("system1_confidence", "Confidence of answered decisions.",
+                                    buckets=CONFIDENCE_BUCKETS, registry=r)
+        self.client_decisions = Counter("system1_client_decisions", "Decisions per configured client.",
+                                        ["client"], registry=r)
+        self.mcp_sessions = Gauge("system1_mcp_sessions", "Open MCP sessions over /mcp.", registry=r)
+        self.overloaded = Counter("system1_overloaded", "Requests turned away because every lane was full.",
+                                  registry=r)
+        self.build = Info("system1_build", "Gateway build.", registry=r)
+        self.build.info({"version": __version__})
+
+    def client_label(self, client: str) -> str:
+        return client if client in self.clients else OTHER
+
+    # -- Observer ----------------------------------------------------------------------------
+    def decision(self, response: Any, client: str, seconds: float, reason: str | None) -> None:
+        self.decisions.labels(response.provider or "none", response.status).inc()
+        self.latency.observe(seconds)
+        self.client_decisions.labels(self.client_label(client)).inc()
+        if reason is not None:
+            self.abstentions.labels(reason).inc()
+        if response.calibrated:
+            self.calibrated.labels(response.provider).inc()
+        if response.confidence is not None:
+            self.confidence.observe(response.confidence)
+        if response._retry_after_s is not None:
+            self.overloaded.inc()
+
+    def attempt(self, provider: str, outcome: str) -> None:
+        self.attempts.labels(provider, outcome).inc()
+
+    def engine_pass(self, provider: str, size: int, seconds: float) -> None:
+        self.pass_latency.labels(provider).observe(seconds)
+        self.batch_size.labels(provider).observe(size)
+
+    def lane(self, provider: str, queued: int, in_flight: int) -> None:
+        self.queue_depth.labels(provider).set(queued)
+        self.in_flight.labels(provider).set(in_flight)
+
+    def engine_up(self, provider: str, ok: bool) -> None:
+        self.engine_up_gauge.labels(provider).set(1 if ok else 0)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

@@ -1,0 +1,157 @@
+"""The long-running gateway service: one core shared by every user and front door.
+
+It owns the current `Gateway` (config, providers, lanes, calibration), the metrics, the API
+keys, the request log and the background health probes. `reload()` (SIGHUP, `system1 reload`)
+builds a new core from the config and fits on disk and swaps it in; requests already running
+finish on the old one, which is closed when the last of them is done. A broken new config keeps
+the old core and is reported by health.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from .auth import KeyRing, write_bridge_token
+from .config import LoadedConfig, load_config
+from .gateway import Gateway
+from .lanes import BATCH, INTERACTIVE
+from .metrics import Metrics
+from .requestlog import RequestLog
+from .schema import DecideResponse
+
+logger = logging.getLogger(__name__)
+
+
+class _Core:
+    """A gateway plus a count of the requests using it, so a retired one closes when idle."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        self.gateway = gateway
+        self.users = 0
+        self.retired = False
+
+    async def close_when_idle(self) -> None:
+        self.retired = True
+        if self.users == 0:
+            await self.gateway.aclose()
+
+
+class Service:
+    def __init__(self, env: Mapping[str, str] | None = None) -> None:
+        self.env = dict(os.environ if env is None else env)
+        config = load_config(self.env)
+        self.metrics = Metrics(config.settings.service.clients)
+        self._core = _Core(Gateway(config, observer=self.metrics))
+        self.reload_errors: list[str] = []
+        self.key_errors: list[str] = []
+        self.bridge_token: str | None = None
+        self.keys = KeyRing({})
+        self.request_log: RequestLog | None = None
+        self._health_task: asyncio.Task | None = None
+        self._configure_edges(config)
+
+    # -- state -------------------------------------------------------------------------------
+    @property
+    def gateway(self) -> Gateway:
+        return self._core.gateway
+
+    @property
+    def config(self) -> LoadedConfig:
+        return self.gateway.config
+
+    @property
+    def ready(self) -> bool:
+        return not self.gateway.errors
+
+    def _configure_edges(self, config: LoadedConfig) -> None:
+        service = config.settings.service
+        self.metrics.clients = frozenset(service.clients)
+        self.keys, self.key_errors = KeyRing.load(service.api_keys_file, self.env, self.bridge_token)
+        if self.request_log is not None:
+            self.request_log.close()
+            self.request_log = None
+        if service.request_log:
+            self.request_log = RequestLog(
+                Path(service.request_log).expanduser(),
+                service.request_log_questions,
+                service.request_log_max_bytes,
+                service.request_log_backups,
+            )
+
+    def priority_of(self, client: str, requested: str | None) -> int:
+        if requested == "batch" or client in self.config.settings.service.batch_clients:
+            return BATCH
+        return INTERACTIVE
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    async def start(self) -> None:
+        self.bridge_token = write_bridge_token(self.config.install_dir)
+        self._configure_edges(self.config)
+        self._health_task = asyncio.create_task(self._probe_forever())
+
+    async def stop(self) -> None:
+        if self._health_task is not None:
+            self._health_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._health_task
+        await self.gateway.aclose()
+        if self.request_log is not None:
+            self.request_log.close()
+
+    async def _probe_forever(self) -> None:
+        """Keep the health cache warm so health requests never stampede an engine."""
+        while True:
+            try:
+                await self.gateway.health()
+            except Exception:  # the loop must outlive any one probe
+                logger.exception("background health probe failed")
+            await asyncio.sleep(self.config.settings.service.health_interval_s)
+
+    async def reload(self) -> dict[str, Any]:
+        config = load_config(self.env)
+        if config.errors:
+            self.reload_errors = list(config.errors)
+            logger.warning("reload refused, keeping the running config: %s", "; ".join(config.errors))
+            return {"reloaded": False, "errors": self.reload_errors}
+        old = self._core
+        self._core = _Core(Gateway(config, observer=self.metrics))
+        self.reload_errors = []
+        self._configure_edges(config)
+        await old.close_when_idle()
+        logger.info("config and calibration fits reloaded from %s", config.path or "defaults")
+        return {"reloaded": True, "errors": []}
+
+    @contextlib.asynccontextmanager
+    async def _use(self) -> AsyncIterator[Gateway]:
+        core = self._core
+        core.users += 1
+        try:
+            yield core.gateway
+        finally:
+            core.users -= 1
+            if core.retired and core.users == 0:
+                await core.gateway.aclose()
+
+    # -- the three tools ---------------------------------------------------------------------
+    async def decide(self, payload: Any, client: str, priority: int = INTERACTIVE) -> DecideResponse:
+        async with self._use() as gateway:
+            response = await gateway.decide(payload, client=client, priority=priority)
+        if self.request_log is not None:
+            self.request_log.record(response, client, payload)
+        return response
+
+    async def health(self) -> dict[str, Any]:
+        async with self._use() as gateway:
+            report = await gateway.health(max_age_s=2 * self.config.settings.service.health_interval_s)
+        report["reload_errors"] = list(self.reload_errors)
+        report["auth_errors"] = list(self.key_errors)
+        return report
+
+    async def capabilities(self) -> dict[str, Any]:
+        return self.gateway.capabilities()
