@@ -149,3 +149,30 @@ def test_settings_are_validated():
     with pytest.raises(ValueError, match="allow_remote"):
         VonOptions(endpoint="http://von:8777")
     assert VonOptions(endpoint="http://von:8777", allow_remote=True).endpoint == "http://von:8777"
+
+
+async def test_a_batch_goes_to_the_batch_endpoint_with_one_state_per_request():
+    def reply(request):
+        import json as _json
+
+        body = _json.loads(request.content)
+        results = [{"model": "minilm", "answers": {"q0": {"type": "noul", "noul": 0.9 if "rm" in s else 0.1}}}
+                   for s in body["states"]]
+        return httpx.Response(200, json={"results": results, "total_usage": {"input_tokens": 1, "output_tokens": 0}})
+
+    wire = FakeWire(reply)
+    answers = await systemone(wire, batch=True).decide_batch(["rm -rf /", "ls -la", None], [YES_NO], 5)
+    assert wire.requests[0].url.path == "/v1/systemone/batch"
+    assert wire.bodies[0]["states"] == ["rm -rf /", "ls -la", YES_NO.question]
+    assert [a[0]["decision"] for a in answers] == ["yes", "no", "no"]
+
+
+async def test_a_batch_reply_with_the_wrong_number_of_results_is_malformed():
+    wire = FakeWire(json_reply({"results": []}))
+    with pytest.raises(MalformedResponse, match="each of 2 states"):
+        await systemone(wire, batch=True).decide_batch(["a", "b"], [YES_NO], 5)
+
+
+async def test_without_a_batch_endpoint_batching_is_refused():
+    with pytest.raises(ProviderError, match="no batch endpoint"):
+        await von(FakeWire(json_reply({}))).decide_batch(["a", "b"], [YES_NO], 5)

@@ -215,3 +215,12 @@ async def test_health_of_an_unreachable_engine_is_not_ok():
 def test_capabilities_declare_the_option_limit_and_batching():
     caps = LayaProvider(LayaOptions()).capabilities()
     assert (caps.max_options, caps.multi_question, caps.batch, caps.model) == (20, True, True, "typed-decisions")
+
+
+async def test_a_batch_abstains_on_non_latin_states_and_sends_the_rest():
+    reply = {"results": [laya_reply()], "total_usage": {"input_tokens": 1, "output_tokens": 0}}
+    wire = FakeWire(json_reply(reply))
+    answers = await provider(wire).decide_batch(["Перезапустить конвейер сейчас же", "CI is red again"], [QUERY], 5)
+    assert wire.requests[0].url.path == "/v1/systemone/batch"
+    assert wire.bodies[0]["states"] == ["CI is red again"]
+    assert answers[0][0]["abstain"] is True and answers[1][0]["decision"] == "block the merge"

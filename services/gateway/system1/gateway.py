@@ -174,6 +174,8 @@ class Gateway:
             finally:
                 request_id_var.reset(token)
         self._log(response, client)
+        for attempt in response.attempts:
+            self.observer.attempt(attempt.provider, attempt.outcome)
         self.observer.decision(response, client, time.perf_counter() - started, response._abstain_reason)
         return response
 
@@ -199,7 +201,6 @@ class Gateway:
         for name in self.chain:
             answer, attempt, retry_after_s = await self._attempt(name, query, client, priority)
             attempts.append(attempt)
-            self.observer.attempt(name, attempt.outcome)
             if retry_after_s is not None:
                 retry_hints.append(retry_after_s)
             if answer is None:

@@ -24,9 +24,13 @@ class RequestLog:
         self.questions = questions
         self.dropped = 0
         self._queue: queue.Queue[logging.LogRecord] = queue.Queue(QUEUE_SIZE)
-        handler = logging.handlers.RotatingFileHandler(path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8")
-        handler.setFormatter(logging.Formatter("%(message)s"))
-        self._listener = logging.handlers.QueueListener(self._queue, handler)
+        self._handler = logging.handlers.RotatingFileHandler(
+            path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8"
+        )
+        self._handler.setFormatter(logging.Formatter("%(message)s"))
+        self._listener: logging.handlers.QueueListener | None = logging.handlers.QueueListener(
+            self._queue, self._handler
+        )
         self._listener.start()
 
     def record(self, response: Any, client: str, payload: Any) -> None:
@@ -51,4 +55,8 @@ class RequestLog:
             self.dropped += 1
 
     def close(self) -> None:
-        self._listener.stop()
+        """Write what is queued and close the file; safe to call twice."""
+        if self._listener is not None:
+            self._listener.stop()
+            self._listener = None
+            self._handler.close()
