@@ -223,3 +223,12 @@ def test_the_request_log_records_decisions_and_questions_only_when_asked(tmp_pat
         httpx.post(f"{svc.url}/v1/decide", json=SEED)
         svc.service.request_log.close()
     assert json.loads((tmp_path / "q.jsonl").read_text())["question"] == SEED["question"]
+
+
+def test_broken_key_settings_are_reported_by_health(tmp_path):
+    keys = tmp_path / "keys"
+    keys.write_text("alice not-a-hash\n")
+    with running_service(tmp_path, MOCK + f'[service]\napi_keys_file = "{keys}"\n', SYSTEM1_API_KEYS="bob:short") as svc:
+        health = httpx.get(f"{svc.url}/v1/health").json()
+    assert any(f"{keys}:1" in e for e in health["auth_errors"])
+    assert any("SYSTEM1_API_KEYS" in e and "short" not in e.split(":", 1)[1] for e in health["auth_errors"])

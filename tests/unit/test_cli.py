@@ -67,3 +67,22 @@ def test_options_without_a_question_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as caught:
         main(["smoke", "--options", "a", "b"])
     assert caught.value.code == 2 and "--options needs --question" in capsys.readouterr().err
+
+
+def test_keys_add_stores_only_the_hash_and_prints_the_key_once(tmp_path, capsys):
+    from system1.auth import KeyRing
+
+    keys = tmp_path / "keys"
+    assert main(["keys", "add", "frank", "--file", str(keys)]) == 0
+    key = capsys.readouterr().out.strip().splitlines()[-1]
+    assert key.startswith("s1_") and key not in keys.read_text()
+    assert oct(keys.stat().st_mode & 0o777) == "0o600"
+    ring, errors = KeyRing.load(str(keys), {}, None)
+    assert errors == [] and ring.identify(key) == "frank" and ring.identify("s1_other") is None
+    assert main(["keys", "add", "no spaces", "--file", str(keys)]) == EXIT_START
+
+
+def test_the_stdio_bridge_does_not_import_fastapi():
+    code = "import sys, system1.cli, system1.bridge, system1.mcp; print('fastapi' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.stdout.split() == ["False"]
