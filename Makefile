@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup test test-unit smoke schemas clean
+.PHONY: setup test test-unit smoke serve bench schemas clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,13 @@ test-unit:
 smoke:  ## start the MCP server as a client does and ask one question
 	$(BIN)/system1 smoke --standalone --question "Rerun the flaky pipeline or block the merge?" \
 		--options "rerun the pipeline" "block the merge"
+
+serve:  ## run the gateway service on 127.0.0.1:8080 with your config
+	$(BIN)/system1 serve
+
+bench:  ## the load benchmark (needs wrk and bench/requirements.txt)
+	$(BIN)/python -m pip install --quiet -r bench/requirements.txt
+	$(BIN)/python bench/load/run.py
 
 schemas:  ## regenerate the published JSON Schemas from the models
 	$(BIN)/python -m system1.schema --write

@@ -232,3 +232,24 @@ def test_broken_key_settings_are_reported_by_health(tmp_path):
         health = httpx.get(f"{svc.url}/v1/health").json()
     assert any(f"{keys}:1" in e for e in health["auth_errors"])
     assert any("SYSTEM1_API_KEYS" in e and "short" not in e.split(":", 1)[1] for e in health["auth_errors"])
+
+
+def test_a_client_that_hangs_up_leaves_the_queue(tmp_path):
+    import threading
+
+    with running_service(tmp_path, MOCK + "[providers.mock]\ndelay_s = 3\n") as svc:
+        lane = svc.service.gateway.lanes["mock"]
+        holder = threading.Thread(target=lambda: httpx.post(f"{svc.url}/v1/decide", json=SEED, timeout=30))
+        holder.start()
+        for _ in range(300):
+            if lane.in_flight:
+                break
+            holder.join(0.01)
+        with pytest.raises(httpx.ReadTimeout):
+            httpx.post(f"{svc.url}/v1/decide", json=SEED, timeout=0.3)  # queued behind, then gives up
+        for _ in range(300):
+            if lane.queued == 0:
+                break
+            holder.join(0.01)
+        assert lane.queued == 0 and lane.in_flight == 1  # gone before the slot came free
+        holder.join()

@@ -9,6 +9,7 @@ says which), 400 for an invalid request, 401/403 for auth and Host, 413 for an o
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator
@@ -146,6 +147,27 @@ class _ServiceBackend:
         return await self.service.capabilities()
 
 
+async def _unless_disconnected(request: Request, work: Any) -> Any:
+    """Run `work`, but cancel it (leaving its lane queue) if the client hangs up first."""
+
+    async def hung_up() -> None:
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+
+    task, watcher = asyncio.ensure_future(work), asyncio.ensure_future(hung_up())
+    try:
+        await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watcher.cancel()
+        if not task.done():
+            task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await watcher
+    if task.cancelled():
+        return None
+    return task.result()
+
+
 def _mcp_client(ctx: Any) -> str:
     request = getattr(ctx, "request", None)
     scope = getattr(request, "scope", None) or {}
@@ -196,7 +218,9 @@ def create_app(service: Service) -> FastAPI:
             return envelope(ErrorCode.INVALID_REQUEST, "request: body is not valid JSON", 400)
         client = request.state.system1_client
         priority = service.priority_of(client, request.headers.get(PRIORITY_HEADER))
-        response = await service.decide(payload, client, priority)
+        response = await _unless_disconnected(request, service.decide(payload, client, priority))
+        if response is None:  # nobody is waiting for this answer any more
+            return JSONResponse({}, status_code=499)
         status, headers = status_of(response)
         return JSONResponse(response.model_dump(mode="json"), status_code=status, headers=headers)
 
