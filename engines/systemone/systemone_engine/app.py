@@ -1,0 +1,183 @@
+"""The `/v1/systemone` HTTP contract (as Von and llama-server speak it) around one engine.
+
+- `POST /v1/systemone`: `{"model"?, "state", "questions": {qid: {type, instructions, criteria}}}`
+  → `{"model", "answers", "usage"}`. `model` is optional and ignored: the reply names the model
+  loaded. `choice` and `noul` are answered; `score` is refused with 422.
+- `POST /v1/systemone/batch`: Laya's batch shape, `{"states": [...], "questions": {...}}` →
+  `{"results": [one reply per state], "total_usage"}`, answered in one batched pass.
+- `GET /health` names the engine, model and device; `GET /metrics` is Prometheus text.
+
+Protection, since any local process (and a web page, through DNS rebinding) can reach loopback:
+only allowed `Host` values, bodies that are JSON objects of at most 1 MB, at most 16 questions
+and 256 options, and a bearer token when `SYSTEM1_SYSTEMONE_API_KEY` is set. Errors are
+`{"error": {"message", "field"}}`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import time
+from collections.abc import Iterable
+from typing import Any
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from .backends import Engine, Question
+
+MAX_BODY_BYTES = 1_048_576
+MAX_QUESTIONS = 16
+MAX_OPTIONS = 256
+MAX_STATES = 64
+
+
+class BadRequest(Exception):
+    def __init__(self, status: int, message: str, field: str | None = None) -> None:
+        super().__init__(message)
+        self.status, self.message, self.field = status, message, field
+
+
+def error(status: int, message: str, field: str | None = None, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": {"message": message, "field": field}}, status_code=status, headers=headers)
+
+
+def parse_questions(raw: Any, max_options: int) -> list[Question]:
+    if not isinstance(raw, dict) or not raw:
+        raise BadRequest(422, "questions must be a non-empty object", "questions")
+    if len(raw) > MAX_QUESTIONS:
+        raise BadRequest(413, f"at most {MAX_QUESTIONS} questions per request (got {len(raw)})", "questions")
+    limit = min(MAX_OPTIONS, max_options)
+    parsed = []
+    for qid, spec in raw.items():
+        field = f"questions.{qid}"
+        if not isinstance(spec, dict):
+            raise BadRequest(422, "a question must be an object", field)
+        kind = spec.get("type", "choice")
+        instructions = spec.get("instructions")
+        if isinstance(instructions, (dict, list)):
+            instructions = json.dumps(instructions, ensure_ascii=False)
+        if not isinstance(instructions, str) or not instructions.strip():
+            raise BadRequest(422, "instructions must be a non-empty string, object or array", f"{field}.instructions")
+        criteria = spec.get("criteria")
+        if kind == "choice":
+            if isinstance(criteria, list):
+                criteria = {label: None for label in criteria}
+            if not isinstance(criteria, dict) or len(criteria) < 2:
+                raise BadRequest(422, "a choice needs criteria with at least 2 options", f"{field}.criteria")
+            if len(criteria) > limit:
+                raise BadRequest(422, f"at most {limit} options are supported (got {len(criteria)})", f"{field}.criteria")
+            labels = tuple(str(label) for label in criteria)
+            texts = tuple(str(d) if isinstance(d, str) and d.strip() else label for label, d in zip(labels, criteria.values()))
+        elif kind == "noul":
+            criteria = criteria or {}
+            if not isinstance(criteria, dict) or set(criteria) - {"true", "false"}:
+                raise BadRequest(422, "noul criteria may only have 'true' and 'false'", f"{field}.criteria")
+            labels = ("true", "false")
+            texts = (str(criteria.get("true") or "yes"), str(criteria.get("false") or "no"))
+        else:
+            raise BadRequest(422, f"this engine answers 'choice' and 'noul' questions, not {kind!r}", f"{field}.type")
+        parsed.append(Question(str(qid), kind, instructions, labels, texts))
+    return parsed
+
+
+def check_state(state: Any, field: str) -> Any:
+    if state is None or not isinstance(state, (str, dict, list)):
+        raise BadRequest(422, "state must be a string, an object or an array", field)
+    return state
+
+
+def create_app(engine: Engine, port: int, allowed_hosts: Iterable[str] = (), api_key: str = "") -> Starlette:
+    hosts = {"127.0.0.1", "localhost", "[::1]", *allowed_hosts}
+    allowed = {h.lower() for h in hosts} | {f"{h}:{port}".lower() for h in hosts}
+    slot = asyncio.Lock()  # one pass at a time: the gateway's lane queues and batches in front
+    registry = CollectorRegistry()
+    requests = Counter("systemone_requests", "Requests by endpoint and status.", ["endpoint", "status"], registry=registry)
+    latency = Histogram("systemone_pass_seconds", "Inference time of one pass.", registry=registry,
+                        buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
+    states_per_pass = Histogram("systemone_pass_states", "States answered by one pass.", registry=registry,
+                                buckets=(1, 2, 4, 8, 16, 32, 64))
+
+    async def guarded(request: Request, endpoint: str) -> Response:
+        response = await _guarded(request)
+        requests.labels(endpoint, str(response.status_code)).inc()
+        return response
+
+    async def _guarded(request: Request) -> Response:
+        if request.headers.get("host", "").lower() not in allowed:
+            return error(403, f"Host {request.headers.get('host')!r} is not allowed", "host")
+        if api_key:
+            presented = request.headers.get("authorization", "")
+            if not hmac.compare_digest(presented.encode(), f"Bearer {api_key}".encode()):
+                return error(401, "missing or invalid bearer token", None, {"WWW-Authenticate": "Bearer"})
+        if request.url.path == "/health":
+            return JSONResponse({"status": "ok", "engine": engine.name, "model": engine.model, "device": engine.device,
+                                 "max_options": min(MAX_OPTIONS, engine.max_options), "batch": True})
+        declared = request.headers.get("content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > MAX_BODY_BYTES):
+            return error(413, f"body over {MAX_BODY_BYTES} bytes", None)
+        body = b""
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > MAX_BODY_BYTES:
+                return error(413, f"body over {MAX_BODY_BYTES} bytes", None)
+        try:
+            payload = json.loads(body)
+        except (ValueError, UnicodeDecodeError):
+            return error(400, "body must be valid JSON", None)
+        if not isinstance(payload, dict):
+            return error(400, "body must be a JSON object", None)
+        try:
+            questions = parse_questions(payload.get("questions"), engine.max_options)
+            if request.url.path.endswith("/batch"):
+                states = payload.get("states")
+                if not isinstance(states, list) or not states:
+                    raise BadRequest(422, "states must be a non-empty array", "states")
+                if len(states) > MAX_STATES:
+                    raise BadRequest(413, f"at most {MAX_STATES} states per batch (got {len(states)})", "states")
+                states = [check_state(s, f"states.{i}") for i, s in enumerate(states)]
+            else:
+                states = [check_state(payload.get("state"), "state")]
+        except BadRequest as exc:
+            return error(exc.status, exc.message, exc.field)
+        async with slot:
+            started = time.perf_counter()
+            answers, tokens = await asyncio.to_thread(engine.answer, states, questions)
+            latency.observe(time.perf_counter() - started)
+            states_per_pass.observe(len(states))
+        replies = [{"model": engine.model, "answers": a, "usage": {"input_tokens": tokens // len(states), "output_tokens": 0}}
+                   for a in answers]
+        if request.url.path.endswith("/batch"):
+            return JSONResponse({"results": replies, "total_usage": {"input_tokens": tokens, "output_tokens": 0}})
+        return JSONResponse(replies[0])
+
+    async def decide(request: Request) -> Response:
+        return await guarded(request, "decide")
+
+    async def batch(request: Request) -> Response:
+        return await guarded(request, "batch")
+
+    async def health(request: Request) -> Response:
+        return await guarded(request, "health")
+
+    async def metrics(request: Request) -> Response:
+        if request.headers.get("host", "").lower() not in allowed:
+            return error(403, "Host is not allowed", "host")
+        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        return error(getattr(exc, "status_code", 404), f"{request.method} {request.url.path}: not found", None)
+
+    return Starlette(
+        routes=[
+            Route("/v1/systemone", decide, methods=["POST"]),
+            Route("/v1/systemone/batch", batch, methods=["POST"]),
+            Route("/health", health),
+            Route("/metrics", metrics),
+        ],
+        exception_handlers={404: not_found, 405: not_found},
+    )

