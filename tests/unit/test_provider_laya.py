@@ -37,7 +37,8 @@ async def test_a_choice_maps_to_one_pinned_choice_question():
     assert wire.bodies[0] == {
         "model": "typed-decisions",
         "state": {"ci": "red"},
-        "questions": {"q0": {"type": "choice", "instructions": QUERY.question, "criteria": QUERY.choices}},
+        "questions": {"q0": {"type": "choice", "instructions": QUERY.question,
+                             "criteria": {option: None for option in QUERY.choices}}},
     }
     assert answer == {
         "decision": "block the merge",
@@ -57,7 +58,8 @@ async def test_without_context_the_question_is_the_state():
 async def test_yes_no_goes_as_a_two_option_choice_not_noul():
     wire = FakeWire(json_reply(laya_reply("yes", {"yes": 0.7, "no": 0.3}, answer_confidence=0.7)))
     answer = await provider(wire).decide(Query("Is rm -rf destructive?", ["yes", "no"], yes_no=True), 5)
-    assert wire.bodies[0]["questions"]["q0"] == {"type": "choice", "instructions": "Is rm -rf destructive?", "criteria": ["yes", "no"]}
+    assert wire.bodies[0]["questions"]["q0"] == {
+        "type": "choice", "instructions": "Is rm -rf destructive?", "criteria": {"yes": None, "no": None}}
     assert answer["decision"] == "yes" and answer["confidence"] == 0.7
 
 

@@ -4,8 +4,8 @@
   silently auto-routes a name it does not know, so a reply whose `routing.model` is another
   checkpoint is rejected as malformed. Servers that report no routing (the strict Jev shape)
   cannot be checked and are taken at their word.
-- Yes/no goes as a two-option choice `["yes", "no"]`: Laya's `noul` head follows its labels
-  rather than the text.
+- Options go as a choice whose criteria are the labels without descriptions; yes/no goes as
+  a two-option choice `yes`/`no`: Laya's `noul` head follows its labels rather than the text.
 - More than 20 options exhausts the decision head: refused as a provider error, so a fallback
   can take over.
 - English-only checkpoints are confidently wrong on non-Latin text: the adapter abstains when
@@ -58,7 +58,8 @@ class LayaProvider(JevProvider):
     yes_no_as_noul = False
 
     def criteria(self, query: Query) -> Any:
-        return list(query.choices)
+        # Labels with no description: laya-serve 0.2.1 refuses the list form that laya 0.4 takes.
+        return {option: None for option in query.choices}
 
     def model_field(self) -> dict[str, str]:
         return {"model": self.options.model or AUTO_ROUTE}
