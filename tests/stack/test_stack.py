@@ -1,0 +1,154 @@
+"""What only the containers show: the default stack answers with the real engine, publishes
+on loopback only, serves MCP over `docker exec -i`, survives the loss of its engine, and is
+scraped by Prometheus."""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+import time
+
+import anyio
+import docker
+import httpx
+import pytest
+from mcp import Client, StdioServerParameters
+
+from system1.schema import DecideResponse
+
+from .conftest import PROMETHEUS, ROOT, compose_command, health_status, wait_until
+
+pytestmark = pytest.mark.stack
+TEAMS = {"question": "Which team should handle this?",
+         "options": ["billing: charges, refunds", "technical: bugs and outages", "sales: pricing and plans"]}
+
+
+def test_a_decision_is_answered_by_the_minilm_engine_in_its_container(stack, http):
+    response = http.post("/v1/decide", json={**TEAMS, "context": {"message": "I was charged twice for one order"}})
+    body = DecideResponse.model_validate(response.json())
+    assert response.status_code == 200 and body.status == "decided"
+    assert body.decision == "billing: charges, refunds" and body.provider == "systemone"
+    assert body.rationale.startswith("systemone all-MiniLM-L6-v2:")
+    health = http.get("/v1/health").json()
+    assert health["status"] == "ok" and "engine minilm" in health["providers"][0]["detail"]
+
+
+def test_published_ports_bind_loopback_only_and_engines_are_internal(stack):
+    client = docker.from_env()
+    try:
+        gateway, metrics, engine = (client.containers.get(n) for n in ("system1-gateway", "system1-metrics", "system1-systemone"))
+        for container, port in ((gateway, "8080/tcp"), (metrics, "9090/tcp")):
+            bindings = container.attrs["HostConfig"]["PortBindings"]
+            assert list(bindings) == [port]
+            assert {b["HostIp"] for b in bindings[port]} == {"127.0.0.1"}
+            published = container.attrs["NetworkSettings"]["Ports"][port]
+            assert {p["HostIp"] for p in published} == {"127.0.0.1"}
+        assert not engine.attrs["HostConfig"]["PortBindings"]
+        assert all(not v for v in (engine.attrs["NetworkSettings"]["Ports"] or {}).values())
+        assert list(engine.attrs["NetworkSettings"]["Networks"]) == ["system1_engines"]
+        assert client.networks.get("system1_engines").attrs["Internal"] is True
+        assert client.networks.get("system1_front").attrs["Internal"] is False
+        for container in (gateway, metrics, engine):
+            assert container.attrs["HostConfig"]["Init"] is True
+            assert container.attrs["Config"]["User"] not in ("", "root", "0")
+    finally:
+        client.close()
+
+
+def mcp_processes() -> list[str]:
+    top = subprocess.run(["docker", "top", "system1-gateway", "-eo", "pid,args"], capture_output=True, text=True, check=True)
+    return [line for line in top.stdout.splitlines()[1:] if "system1 mcp" in line]
+
+
+def test_mcp_over_docker_exec_with_the_official_client(stack):
+    params = StdioServerParameters(command="docker", args=["exec", "-i", "-e", "SYSTEM1_CLIENT=stack-test",
+                                                           "system1-gateway", "system1", "mcp"])
+
+    async def session():
+        with anyio.fail_after(120):
+            async with Client(params, mode="legacy") as client:
+                names = sorted(t.name for t in (await client.list_tools()).tools)
+                decided = await client.call_tool("system1_decide", {**TEAMS, "context": {"message": "The app crashes on start"}})
+                health = await client.call_tool("system1_health", {})
+                return names, decided.structured_content, health.structured_content
+
+    names, decided, health = anyio.run(session)
+    assert names == ["system1_capabilities", "system1_decide", "system1_health"]
+    assert decided["provider"] == "systemone" and decided["status"] in ("decided", "abstained")
+    assert health["status"] == "ok"
+    wait_until(lambda: not mcp_processes(), 30, "the MCP process to leave the container")
+
+
+def test_losing_the_engine_under_load_fails_cleanly_and_recovers(stack, http):
+    gateway_started = docker_started("system1-gateway")
+    results: list[tuple[int, dict]] = []
+    stop = threading.Event()
+
+    def stream():
+        with httpx.Client(base_url="http://127.0.0.1:8080", timeout=60) as client:
+            while not stop.is_set():
+                response = client.post("/v1/decide", json=TEAMS)
+                results.append((response.status_code, response.json()))
+
+    worker = threading.Thread(target=stream)
+    # Keep Docker from restarting it at once, so the outage is long enough to observe.
+    subprocess.run(["docker", "update", "--restart=no", "system1-systemone"], check=True, capture_output=True)
+    try:
+        worker.start()
+        wait_until(lambda: len(results) >= 5, 60, "decisions before the engine is killed")
+        subprocess.run(["docker", "kill", "system1-systemone"], check=True, capture_output=True)
+        before = len(results)
+        wait_until(lambda: http.get("/v1/health").json()["status"] == "down", 60, "health to say down")
+        wait_until(lambda: len(results) >= before + 5, 60, "decisions while the engine is down")
+        subprocess.run(["docker", "start", "system1-systemone"], check=True, capture_output=True)
+        wait_until(lambda: health_status("system1-systemone") == "healthy", 180, "the engine to be healthy again")
+        wait_until(lambda: http.get("/v1/health").json()["status"] == "ok", 60, "health to recover")
+        recovered = len(results)
+        wait_until(lambda: len(results) >= recovered + 3, 60, "decisions after recovery")
+    finally:
+        stop.set()
+        worker.join(120)
+        subprocess.run(["docker", "update", "--restart=unless-stopped", "system1-systemone"], capture_output=True)
+    assert not worker.is_alive()
+    envelopes = [DecideResponse.model_validate(body) for _, body in results]  # every answer is schema v1
+    assert all(status == 200 for status, _ in results)
+    failed = [e for e in envelopes if e.status == "error"]
+    # Refused connections fail at once; a pass cut off mid-flight runs into the 10 s timeout.
+    assert failed and {e.error.code.value for e in failed} <= {"provider_error", "provider_timeout"}
+    assert envelopes[-1].error is None and envelopes[-1].provider == "systemone"
+    assert docker_started("system1-gateway") == gateway_started  # recovered without a restart
+
+
+def docker_started(container: str) -> str:
+    return subprocess.run(["docker", "inspect", "-f", "{{.State.StartedAt}}", container],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def prometheus_decisions() -> float:
+    body = httpx.get(f"{PROMETHEUS}/api/v1/query", params={"query": "sum(system1_decisions_total)"}, timeout=10).json()
+    result = body["data"]["result"]
+    return float(result[0]["value"][1]) if result else 0.0
+
+
+def test_prometheus_scrapes_the_gateway_and_sees_the_decisions(stack, http):
+    def gateway_up():
+        targets = httpx.get(f"{PROMETHEUS}/api/v1/targets", timeout=10).json()["data"]["activeTargets"]
+        return any(t["labels"]["job"] == "gateway" and t["health"] == "up" for t in targets)
+
+    wait_until(gateway_up, 60, "Prometheus to scrape the gateway")
+    served = sum(1 for _ in range(7) if http.post("/v1/decide", json=TEAMS).status_code == 200)
+    total_at_gateway = sum(float(line.rsplit(" ", 1)[1]) for line in http.get("/metrics").text.splitlines()
+                           if line.startswith("system1_decisions_total{"))
+    assert served == 7 and total_at_gateway >= 7
+    wait_until(lambda: prometheus_decisions() >= total_at_gateway, 60, "Prometheus to report the new decisions")
+
+
+def test_the_compose_files_parse_with_the_gpu_layer():
+    compose = compose_command()[:1] if compose_command()[0] == "docker-compose" else compose_command()[:2]
+    for files in (["compose.yaml"], ["compose.yaml", "compose.gpu.yaml"], ["compose.yaml", "compose.ci.yaml"]):
+        args = [arg for f in files for arg in ("-f", str(ROOT / f))]
+        result = subprocess.run([*compose, *args, "config"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0, result.stderr
+    gpu = subprocess.run([*compose, "-f", str(ROOT / "compose.yaml"), "-f", str(ROOT / "compose.gpu.yaml"), "config"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=60).stdout
+    assert "driver: nvidia" in gpu and "capabilities:" in gpu
