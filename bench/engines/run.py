@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import socket
 import statistics
 import subprocess
 import sys
@@ -25,6 +24,9 @@ from pathlib import Path
 import httpx
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from benchlib import free_port, percentile  # noqa: E402
 SERVE = HERE.parents[1] / "engines" / "systemone" / "serve.py"
 CALLS = 60
 STATES = [f"Ticket {i}: the customer writes that {topic}." for i, topic in enumerate([
@@ -32,11 +34,6 @@ STATES = [f"Ticket {i}: the customer writes that {topic}." for i, topic in enume
     "the parcel never arrived", "the password reset email is missing", "the dashboard is slow since Monday",
     "a refund is two weeks late", "the API returns 502 errors"] * 4)]
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def options(count: int, salt: str = "") -> dict[str, str]:
@@ -56,10 +53,6 @@ def timed(client: httpx.Client, path: str, body: dict) -> float:
     response.raise_for_status()
     return (time.perf_counter() - started) * 1000
 
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
 
 
 def main() -> None:

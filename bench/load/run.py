@@ -18,7 +18,6 @@ import platform
 import re
 import shutil
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -30,15 +29,13 @@ from pathlib import Path
 import httpx
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+from benchlib import free_port, percentile  # noqa: E402
 SEED = {"question": "Rerun the flaky pipeline or block the merge?", "options": ["rerun the pipeline", "block the merge"]}
 INTERACTIVE_Q = {"question": "Is this command destructive: rm -rf build/?"}
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def cpu_seconds(pid: int) -> float:
@@ -151,10 +148,6 @@ def wrk(url: str, body: dict, connections: int, seconds: int, threads: int = 1, 
         "seconds": seconds,
     }
 
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
 
 
 async def timed_calls(url: str, body: dict, count: int, headers: dict | None = None) -> list[float]:
