@@ -35,6 +35,10 @@ from .service import Service
 OPEN_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 CLIENT_HEADER = "x-system1-client"
 PRIORITY_HEADER = "x-system1-priority"
+# `off` returns the engine's own probabilities, for fitting (system1 calibrate); the answering
+# model comes back in MODEL_HEADER, since fits are keyed by it.
+CALIBRATION_HEADER = "x-system1-calibration"
+MODEL_HEADER = "X-System1-Model"
 ANONYMOUS = "anonymous"
 
 
@@ -218,10 +222,13 @@ def create_app(service: Service) -> FastAPI:
             return envelope(ErrorCode.INVALID_REQUEST, "request: body is not valid JSON", 400)
         client = request.state.system1_client
         priority = service.priority_of(client, request.headers.get(PRIORITY_HEADER))
-        response = await _unless_disconnected(request, service.decide(payload, client, priority))
+        calibrate = request.headers.get(CALIBRATION_HEADER, "on").lower() != "off"
+        response = await _unless_disconnected(request, service.decide(payload, client, priority, calibrate))
         if response is None:  # nobody is waiting for this answer any more
             return JSONResponse({}, status_code=499)
         status, headers = status_of(response)
+        if response._model:
+            headers[MODEL_HEADER] = response._model
         return JSONResponse(response.model_dump(mode="json"), status_code=status, headers=headers)
 
     @app.get("/v1/health")

@@ -81,8 +81,8 @@ def temper(probabilities: dict[str, float], temperature: float) -> dict[str, flo
 
 @dataclass(frozen=True)
 class Source:
-    name: str  # "local" or "shipped"
-    path: Path
+    name: str  # "local", "shipped", or "fitted" for fits held in memory
+    path: Path | None
     fits: tuple[Fit, ...]
 
 

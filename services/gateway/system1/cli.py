@@ -1,4 +1,5 @@
-"""The `system1` command: `serve`, `mcp`, `smoke`, `toggle`, `reload` and `keys`."""
+"""The `system1` command: `serve`, `mcp`, `smoke`, `toggle`, `reload`, `keys`, `calibrate`
+and `evaluate`."""
 
 from __future__ import annotations
 
@@ -132,6 +133,64 @@ def cmd_keys(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# -- calibrate ---------------------------------------------------------------------------------
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    import asyncio
+    import json
+    from pathlib import Path
+
+    from . import calibrate_tool as tool
+    from .bridge import ServiceBackend
+
+    try:
+        rows = [row for path in args.data for row in tool.load(Path(path))]
+    except tool.DataError as exc:
+        print(f"system1 calibrate: {exc}", file=sys.stderr)
+        return EXIT_START
+    if args.ship and not tool.REPORTS.parent.is_dir():
+        print("system1 calibrate: --ship writes into a clone of the repository; use --write here", file=sys.stderr)
+        return EXIT_START
+    backend = ServiceBackend.from_env()
+
+    async def ask():
+        try:
+            return await tool.ask_all(backend.http, rows, progress=sys.stderr.isatty() and not args.json)
+        finally:
+            await backend.aclose()
+
+    import httpx
+
+    try:
+        answered, problems = asyncio.run(ask())
+    except httpx.HTTPError as exc:
+        print(f"system1 calibrate: {backend._unreachable(exc)}", file=sys.stderr)
+        return EXIT_START
+    if len(answered) < 2:
+        print(f"system1 calibrate: too few answered rows to fit ({len(answered)}); {'; '.join(problems[:3])}", file=sys.stderr)
+        return EXIT_DECISION
+    report = tool.results(answered, args.target_accuracy, args.folds)
+    text = tool.render(report, [str(p) for p in args.data], problems)
+    print(json.dumps(report, indent=2) if args.json else text)
+    report_path = Path(args.report) if args.report else None
+    if args.ship:
+        report_path = tool.REPORTS / f"{report['provider']}-{report['model']}.md"
+        tool.merge(tool.SHIPPED_FITS, report["fits"])
+        print(f"shipped fits written to {tool.SHIPPED_FITS}", file=sys.stderr)
+    if report_path is not None:
+        report_path.parent.mkdir(parents=True, exist_ok=True)
+        report_path.write_text(text, encoding="utf-8")
+        probabilities = {"before": [r.probabilities for r in answered],
+                         "after (held-out)": tool.cross_validated(answered, args.folds)}
+        drawn = tool.diagram(answered, probabilities, report_path.with_suffix(".png"))
+        print(f"report written to {report_path}" + ("" if drawn else " (install matplotlib for the diagram)"), file=sys.stderr)
+    if args.write:
+        local = install_dir(os.environ) / tool.LOCAL_FITS_NAME
+        tool.merge(local, report["fits"])
+        print(f"fits written to {local}; reloading the service", file=sys.stderr)
+        return cmd_reload(args)
+    return EXIT_OK
+
+
 # -- smoke -------------------------------------------------------------------------------------
 def _line(label: str, verdict: str, detail: str = "") -> None:
     print(f"{label:<9} {verdict:<5} {detail}".rstrip(), flush=True)
@@ -239,6 +298,17 @@ def parser() -> argparse.ArgumentParser:
     keys.add_argument("name", help="the client the key names")
     keys.add_argument("--file", help="keys file (default: [service] api_keys_file)")
     keys.set_defaults(func=cmd_keys)
+
+    calibrate = commands.add_parser("calibrate", help="fit temperatures on labelled decisions, asked live")
+    calibrate.add_argument("data", nargs="+", help="JSONL files of {question, options, context, label}")
+    calibrate.add_argument("--target-accuracy", type=float, default=0.8, help="for the recommended threshold")
+    calibrate.add_argument("--folds", type=int, default=5, help="cross-validation folds for the held-out figures")
+    calibrate.add_argument("--report", help="also write the report (Markdown) here, with a reliability diagram beside it")
+    calibrate.add_argument("--json", action="store_true", help="print machine-readable results")
+    where = calibrate.add_mutually_exclusive_group()
+    where.add_argument("--write", action="store_true", help="save the fits for this installation and reload the service")
+    where.add_argument("--ship", action="store_true", help="save the fits into the repository's shipped fits, with the report")
+    calibrate.set_defaults(func=cmd_calibrate)
 
     mcp = commands.add_parser("mcp", help="serve the MCP tools over stdio (a bridge to the service)")
     mcp.add_argument("--standalone", action="store_true", help="run the gateway core in this process")

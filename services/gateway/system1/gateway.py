@@ -160,8 +160,11 @@ class Gateway:
         await asyncio.gather(*(p.aclose() for p in self.providers.values()), return_exceptions=True)
 
     # -- decide ------------------------------------------------------------------------------
-    async def decide(self, payload: Any, client: str = "local", priority: int = INTERACTIVE) -> DecideResponse:
-        """Answer one raw `system1_decide` request; never raises."""
+    async def decide(
+        self, payload: Any, client: str = "local", priority: int = INTERACTIVE, calibrate: bool = True
+    ) -> DecideResponse:
+        """Answer one raw `system1_decide` request; never raises. `calibrate=False` leaves the
+        engine's probabilities as they are (for fitting new temperatures)."""
         started = time.perf_counter()
         try:
             request = parse_request(payload)
@@ -170,7 +173,7 @@ class Gateway:
         else:
             token = request_id_var.set(request.request_id or new_request_id())
             try:
-                response = await self._decide(request, request_id_var.get(), started, client, priority)
+                response = await self._decide(request, request_id_var.get(), started, client, priority, calibrate)
             finally:
                 request_id_var.reset(token)
         self._log(response, client)
@@ -180,7 +183,7 @@ class Gateway:
         return response
 
     async def _decide(
-        self, request: DecideRequest, request_id: str, started: float, client: str, priority: int
+        self, request: DecideRequest, request_id: str, started: float, client: str, priority: int, calibrate: bool
     ) -> DecideResponse:
         logger.debug("question %r options %r", request.question, request.options)
         if self.paused:
@@ -205,7 +208,9 @@ class Gateway:
                 retry_hints.append(retry_after_s)
             if answer is None:
                 continue
-            return self._respond(request_id, name, query, answer, threshold, attempts, started)
+            response = self._respond(request_id, name, query, answer, threshold, attempts, started, calibrate)
+            response._model = answer.model
+            return response
         last = attempts[-1]
         summary = "; ".join(f"{a.provider}: {a.outcome} ({a.detail})" for a in attempts)
         response = error_response(
@@ -262,6 +267,7 @@ class Gateway:
         threshold: float,
         attempts: list[Attempt],
         started: float,
+        calibrate: bool = True,
     ) -> DecideResponse:
         common = {"request_id": request_id, "provider": name, "attempts": attempts}
         if answer.abstain:
@@ -276,7 +282,7 @@ class Gateway:
         probabilities, confidence, calibrated = answer.probabilities, answer.confidence, False
         fit = (
             self.calibrator.lookup(name, answer.model, query.question, len(query.choices))
-            if probabilities
+            if probabilities and calibrate
             else None
         )
         if fit is not None and probabilities and answer.decision in probabilities:

@@ -131,6 +131,8 @@ class DecideResponse(BaseModel):
     # and why the decision abstained (engine, threshold, paused), for metrics.
     _retry_after_s: int | None = PrivateAttr(default=None)
     _abstain_reason: str | None = PrivateAttr(default=None)
+    # The model or checkpoint that answered (calibration fits are keyed by it).
+    _model: str | None = PrivateAttr(default=None)
 
 
 class RequestError(ValueError):

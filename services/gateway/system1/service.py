@@ -139,9 +139,11 @@ class Service:
                 await core.gateway.aclose()
 
     # -- the three tools ---------------------------------------------------------------------
-    async def decide(self, payload: Any, client: str, priority: int = INTERACTIVE) -> DecideResponse:
+    async def decide(
+        self, payload: Any, client: str, priority: int = INTERACTIVE, calibrate: bool = True
+    ) -> DecideResponse:
         async with self._use() as gateway:
-            response = await gateway.decide(payload, client=client, priority=priority)
+            response = await gateway.decide(payload, client=client, priority=priority, calibrate=calibrate)
         if self.request_log is not None:
             self.request_log.record(response, client, payload)
         return response

@@ -1,0 +1,211 @@
+"""`system1 calibrate DATA.jsonl ...`: ask labelled decisions live, fit temperatures, report.
+
+Each row is `{"question", "options"?, "context"?, "label"}` (other keys, such as `meta`, are
+kept out of the request). Every row is asked through the gateway service as batch work with
+calibration off, so the fit sees the engine's own probabilities. The report gives accuracy,
+ECE and Brier before and after the fit, both in-sample and on held-out folds, AUROC, and the
+threshold table with the threshold that reaches `--target-accuracy`. Nothing is written unless
+`--write` (this installation's fits, then the service reloads them) or `--ship` (the shipped
+fits in the repository, with the report and diagram under `calibration/reports/`).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .calibration import LOCAL_FITS_NAME, SHIPPED_FITS, Fit, FitsFile
+from .fitting import Answered, calibrated, cross_validated, fit, measure, recommend
+from .schema import YES_NO
+
+REPORTS = Path(__file__).resolve().parents[3] / "calibration" / "reports"
+
+
+class DataError(ValueError):
+    """A labelled file that cannot be used; the message names the file and line."""
+
+
+@dataclass(frozen=True)
+class Labelled:
+    question: str
+    options: list[str] | None
+    context: dict[str, Any] | None
+    label: str
+
+    @property
+    def choices(self) -> list[str]:
+        return list(self.options) if self.options else list(YES_NO)
+
+    def request(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"question": self.question, "min_confidence": 0}
+        if self.options:
+            body["options"] = self.options
+        if self.context:
+            body["context"] = self.context
+        return body
+
+
+def load(path: Path) -> list[Labelled]:
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    rows = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            raw = json.loads(line)
+        except ValueError as exc:
+            raise DataError(f"{where}: not JSON ({exc.msg})") from exc
+        if not isinstance(raw, dict):
+            raise DataError(f"{where}: a row must be a JSON object")
+        question, options, context, label = (raw.get(k) for k in ("question", "options", "context", "label"))
+        if not isinstance(question, str) or not question.strip():
+            raise DataError(f"{where}: 'question' must be a non-empty string")
+        if options is not None and (not isinstance(options, list) or not all(isinstance(o, str) for o in options)):
+            raise DataError(f"{where}: 'options' must be a list of strings")
+        if context is not None and not isinstance(context, dict):
+            raise DataError(f"{where}: 'context' must be an object")
+        if "label" not in raw:
+            raise DataError(f"{where}: the row has no 'label'")
+        row = Labelled(question, options, context, label)
+        if not isinstance(label, str) or label not in row.choices:
+            raise DataError(f"{where}: label {label!r} is not among the options {row.choices}")
+        rows.append(row)
+    if not rows:
+        raise DataError(f"{path}: no labelled rows")
+    return rows
+
+
+# -- asking --------------------------------------------------------------------------------------
+async def ask_all(http: Any, rows: list[Labelled], progress: bool) -> tuple[list[Answered], list[str]]:
+    """Ask every row through the service (batch priority, calibration off)."""
+    answered, problems = [], []
+    headers = {"X-System1-Priority": "batch", "X-System1-Calibration": "off", "X-System1-Client": "calibrate"}
+    for index, row in enumerate(rows, 1):
+        response = await http.post("/v1/decide", json=row.request(), headers=headers)
+        body = response.json()
+        if body.get("error") or not body.get("probabilities"):
+            reason = body["error"]["message"] if body.get("error") else "no probabilities (this engine cannot be calibrated)"
+            problems.append(f"row {index}: {reason}")
+        else:
+            answered.append(Answered(row.question, tuple(row.choices), row.label, body["probabilities"],
+                                     body["provider"], response.headers.get("x-system1-model") or body["provider"]))
+        if progress:
+            done = int(30 * index / len(rows))
+            print(f"\r[{'#' * done}{' ' * (30 - done)}] {index}/{len(rows)}", end="", file=sys.stderr, flush=True)
+    if progress:
+        print(file=sys.stderr)
+    return answered, problems
+
+
+# -- results -------------------------------------------------------------------------------------
+def results(rows: list[Answered], target_accuracy: float, k: int) -> dict[str, Any]:
+    fits = fit(rows)
+    in_sample = calibrated(rows, fits)
+    held_out = cross_validated(rows, k)
+    raw = [r.probabilities for r in rows]
+
+    def section(indices: list[int]) -> dict[str, Any]:
+        subset = [rows[i] for i in indices]
+        after_held_out = measure(subset, [held_out[i] for i in indices])
+        return {
+            "before": measure(subset, [raw[i] for i in indices]),
+            "after_in_sample": measure(subset, [in_sample[i] for i in indices]),
+            "after_held_out": after_held_out,
+            "recommended": recommend(after_held_out["thresholds"], target_accuracy),
+        }
+
+    groups: dict[str, list[int]] = defaultdict(list)
+    for index, row in enumerate(rows):
+        groups[row.question].append(index)
+    return {
+        "provider": rows[0].provider,
+        "model": rows[0].model,
+        "target_accuracy": target_accuracy,
+        "folds": k,
+        "fits": [f.model_dump() for f in fits],
+        "overall": section(list(range(len(rows)))),
+        "questions": {q: section(ix) for q, ix in groups.items()},
+    }
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"
+
+
+def render(report: dict[str, Any], sources: list[str], problems: list[str]) -> str:
+    lines = [
+        f"# Calibration report: {report['provider']} {report['model']}", "",
+        f"Data: {', '.join(sources)}. Fitted by `system1 calibrate`; \"held-out\" figures come from "
+        f"{report['folds']}-fold cross-validation (fitted on the other folds), \"in-sample\" ones from the fit on all rows.", "",
+        "| question | n | accuracy | ECE before → in-sample → held-out | Brier before → held-out | AUROC | temperature | recommended threshold (held-out) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    temperatures = {f["question"]: f["temperature"] for f in report["fits"] if f.get("question")}
+    for name, section in [("all rows", report["overall"]), *report["questions"].items()]:
+        b, i, h, rec = section["before"], section["after_in_sample"], section["after_held_out"], section["recommended"]
+        auroc = "-" if b["auroc"] is None else f"{b['auroc']:.2f}"
+        shown = rec and f"{rec['threshold']:.2f}: {_pct(rec['accuracy'])} accurate, {_pct(rec['coverage'])} covered"
+        lines.append(f"| {name} | {b['n']} | {_pct(b['accuracy'])} | {b['ece']:.3f} → {i['ece']:.3f} → {h['ece']:.3f} | "
+                     f"{b['brier']:.3f} → {h['brier']:.3f} | {auroc} | {temperatures.get(name, '-')} | "
+                     f"{shown or 'none reaches ' + _pct(report['target_accuracy'])} |")
+    lines += ["", f"Threshold table, all rows, held-out (target accuracy {_pct(report['target_accuracy'])}):", "",
+              "| threshold | coverage | accuracy | n |", "|---|---|---|---|"]
+    lines += [f"| {t['threshold']:.2f} | {_pct(t['coverage'])} | {_pct(t['accuracy'])} | {t['n']} |"
+              for t in report["overall"]["after_held_out"]["thresholds"]]
+    lines += ["", "Option-count fits: " + ", ".join(f"{f['n_options']} options: T = {f['temperature']} (n = {f['n']})"
+                                               for f in report["fits"] if f.get("n_options"))]
+    if problems:
+        lines += ["", f"{len(problems)} rows were not answered: " + "; ".join(problems[:5])]
+    return "\n".join(lines) + "\n"
+
+
+def merge(path: Path, fits: list[dict[str, Any]]) -> None:
+    """Add `fits` to the fits file at `path`, replacing any fit for the same key."""
+    existing = FitsFile.model_validate(json.loads(path.read_text(encoding="utf-8"))) if path.exists() else FitsFile()
+    new = [Fit.model_validate(f) for f in fits]
+    keys = {(f.provider, f.model, f.question, f.n_options) for f in new}
+    kept = [f for f in existing.fits if (f.provider, f.model, f.question, f.n_options) not in keys]
+    merged = FitsFile(fits=kept + new)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(merged.model_dump(exclude_none=True), indent=2) + "\n", encoding="utf-8")
+
+
+def diagram(rows: list[Answered], report_probabilities: dict[str, list[dict[str, float]]], path: Path) -> bool:
+    """A reliability diagram (confidence bins against accuracy, before and after); False when
+    matplotlib is not installed."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    from .fitting import top
+
+    fig, ax = plt.subplots(figsize=(5.5, 5))
+    ax.plot([0, 1], [0, 1], color="grey", linestyle="--", linewidth=1, label="perfect calibration")
+    for label, probabilities in report_probabilities.items():
+        bins: dict[int, list[tuple[float, bool]]] = defaultdict(list)
+        for row, p in zip(rows, probabilities):
+            option, confidence = top(p)
+            bins[min(int(confidence * 10), 9)].append((confidence, option == row.label))
+        points = sorted((sum(c for c, _ in v) / len(v), sum(ok for _, ok in v) / len(v), len(v)) for v in bins.values())
+        ax.plot([x for x, _, _ in points], [y for _, y, _ in points], marker="o", label=label)
+    ax.set_xlabel("confidence")
+    ax.set_ylabel("accuracy")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_title(f"Reliability: {rows[0].provider} {rows[0].model}")
+    ax.legend(loc="upper left")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return True

@@ -1,0 +1,180 @@
+"""Fitting temperatures and measuring calibration, for `system1 calibrate`.
+
+One temperature per (provider, model, question) when the question has enough labelled rows,
+and one per (provider, model, option count) always; each minimises the negative
+log-likelihood of the labels. Measurements: accuracy, expected calibration error (ECE, ten
+equal-width bins), Brier score, AUROC of confidence for telling right from wrong, and a table
+of coverage against accuracy by threshold. Cross-validation fits on k-1 folds and measures on
+the held-out one, so the "after" figures are not measured on the rows they were fitted on.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from .calibration import Calibrator, Fit, Source, temper
+
+MIN_QUESTION_ROWS = 10
+THRESHOLDS = (0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
+_EPS = 1e-12
+
+
+@dataclass(frozen=True)
+class Answered:
+    """A labelled row and the engine's raw (uncalibrated) answer to it."""
+
+    question: str
+    options: tuple[str, ...]
+    label: str
+    probabilities: dict[str, float]
+    provider: str
+    model: str
+
+    @property
+    def n_options(self) -> int:
+        return len(self.options)
+
+
+def top(probabilities: dict[str, float]) -> tuple[str, float]:
+    option = max(probabilities, key=probabilities.get)
+    return option, probabilities[option]
+
+
+def nll(rows: Sequence[Answered], temperature: float) -> float:
+    return -sum(math.log(max(temper(r.probabilities, temperature).get(r.label, 0.0), _EPS)) for r in rows) / len(rows)
+
+
+def fit_temperature(rows: Sequence[Answered], low: float = 0.02, high: float = 50.0, steps: int = 80) -> float:
+    """The temperature with the least negative log-likelihood (golden-section search on log T;
+    the NLL is convex in 1/T)."""
+    a, b = math.log(low), math.log(high)
+    ratio = (math.sqrt(5) - 1) / 2
+    c, d = b - ratio * (b - a), a + ratio * (b - a)
+    fc, fd = nll(rows, math.exp(c)), nll(rows, math.exp(d))
+    for _ in range(steps):
+        if fc < fd:
+            b, d, fd = d, c, fc
+            c = b - ratio * (b - a)
+            fc = nll(rows, math.exp(c))
+        else:
+            a, c, fc = c, d, fd
+            d = a + ratio * (b - a)
+            fd = nll(rows, math.exp(d))
+    return math.exp((a + b) / 2)
+
+
+def fit(rows: Sequence[Answered], min_question_rows: int = MIN_QUESTION_ROWS) -> list[Fit]:
+    """Question fits where a question has enough rows; option-count fits always."""
+    by_question: dict[tuple, list[Answered]] = defaultdict(list)
+    by_count: dict[tuple, list[Answered]] = defaultdict(list)
+    for row in rows:
+        by_question[(row.provider, row.model, row.question)].append(row)
+        by_count[(row.provider, row.model, row.n_options)].append(row)
+    fits = [
+        Fit(provider=p, model=m, question=q, temperature=round(fit_temperature(group), 4), n=len(group))
+        for (p, m, q), group in by_question.items()
+        if len(group) >= min_question_rows
+    ]
+    fits += [
+        Fit(provider=p, model=m, n_options=n, temperature=round(fit_temperature(group), 4), n=len(group))
+        for (p, m, n), group in by_count.items()
+    ]
+    return fits
+
+
+def calibrated(rows: Sequence[Answered], fits: Iterable[Fit]) -> list[dict[str, float]]:
+    """Each row's probabilities after the fits, chosen as the gateway chooses them."""
+    calibrator = Calibrator([Source("fitted", None, tuple(fits))])
+    result = []
+    for row in rows:
+        chosen = calibrator.lookup(row.provider, row.model, row.question, row.n_options)
+        result.append(temper(row.probabilities, chosen.temperature) if chosen else dict(row.probabilities))
+    return result
+
+
+def folds(count: int, k: int, seed: int = 0) -> list[list[int]]:
+    order = list(range(count))
+    random.Random(seed).shuffle(order)
+    return [sorted(order[i::k]) for i in range(k)]
+
+
+def cross_validated(rows: Sequence[Answered], k: int = 5, seed: int = 0) -> list[dict[str, float]]:
+    """Every row's probabilities from fits that never saw it."""
+    k = max(2, min(k, len(rows)))
+    held_out: list[dict[str, float] | None] = [None] * len(rows)
+    for test in folds(len(rows), k, seed):
+        tested = set(test)
+        train = [row for i, row in enumerate(rows) if i not in tested]
+        fitted = fit(train) if train else []
+        for index, probabilities in zip(test, calibrated([rows[i] for i in test], fitted)):
+            held_out[index] = probabilities
+    return [p for p in held_out if p is not None]
+
+
+# -- measurements --------------------------------------------------------------------------------
+def ece(confidences: Sequence[float], correct: Sequence[bool], bins: int = 10) -> float:
+    """Expected calibration error: |accuracy − mean confidence| per bin, weighted by bin size."""
+    total = len(confidences)
+    grouped: dict[int, list[int]] = defaultdict(list)
+    for index, confidence in enumerate(confidences):
+        grouped[min(int(confidence * bins), bins - 1)].append(index)
+    error = 0.0
+    for members in grouped.values():
+        accuracy = sum(correct[i] for i in members) / len(members)
+        mean_confidence = sum(confidences[i] for i in members) / len(members)
+        error += len(members) / total * abs(accuracy - mean_confidence)
+    return error
+
+
+def brier(probabilities: Sequence[dict[str, float]], rows: Sequence[Answered]) -> float:
+    """Mean over rows of the squared error of the whole probability vector against the label."""
+    return sum(
+        sum((p.get(option, 0.0) - (option == row.label)) ** 2 for option in row.options)
+        for p, row in zip(probabilities, rows)
+    ) / len(rows)
+
+
+def auroc(scores: Sequence[float], positive: Sequence[bool]) -> float | None:
+    """Probability that a positive scores above a negative (ties count half); None with one class."""
+    pos = [s for s, y in zip(scores, positive) if y]
+    neg = [s for s, y in zip(scores, positive) if not y]
+    if not pos or not neg:
+        return None
+    wins = sum(1.0 if p > n else 0.5 if p == n else 0.0 for p in pos for n in neg)
+    return wins / (len(pos) * len(neg))
+
+
+def threshold_table(confidences: Sequence[float], correct: Sequence[bool], thresholds: Sequence[float] = THRESHOLDS) -> list[dict]:
+    table = []
+    for threshold in thresholds:
+        kept = [c for conf, c in zip(confidences, correct) if conf >= threshold]
+        table.append({
+            "threshold": threshold,
+            "coverage": len(kept) / len(confidences) if confidences else 0.0,
+            "accuracy": sum(kept) / len(kept) if kept else None,
+            "n": len(kept),
+        })
+    return table
+
+
+def recommend(table: Sequence[dict], target_accuracy: float) -> dict | None:
+    """The lowest threshold (so the widest coverage) whose accuracy reaches the target."""
+    return next((row for row in table if row["accuracy"] is not None and row["accuracy"] >= target_accuracy), None)
+
+
+def measure(rows: Sequence[Answered], probabilities: Sequence[dict[str, float]]) -> dict:
+    picks = [top(p) for p in probabilities]
+    correct = [option == row.label for (option, _), row in zip(picks, rows)]
+    confidences = [confidence for _, confidence in picks]
+    return {
+        "n": len(rows),
+        "accuracy": sum(correct) / len(rows),
+        "ece": ece(confidences, correct),
+        "brier": brier(probabilities, rows),
+        "auroc": auroc(confidences, correct),
+        "thresholds": threshold_table(confidences, correct),
+    }

@@ -1,0 +1,131 @@
+"""`system1 calibrate`: input checking, the live run through the service, and where it writes."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+
+from system1 import calibrate_tool
+from system1.cli import EXIT_OK, EXIT_START, main
+
+from .service_harness import running_service
+
+QUESTION = "Rerun the flaky pipeline or block the merge?"
+
+
+def write_rows(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ('{"question": "q", "options": ["a", "b"], "label": "a"}\n{"question": "q", "options": ["a", "b"]}\n', ":2: the row has no 'label'"),
+        ('{"question": "q", "options": ["a", "b"], "label": "c"}\n', ":1: label 'c' is not among the options ['a', 'b']"),
+        ('{"question": "q", "label": "maybe"}\n', ":1: label 'maybe' is not among the options ['yes', 'no']"),
+        ("\n\n", ": no labelled rows"),
+        ("{not json\n", ":1: not JSON (Expecting property name enclosed in double quotes)"),
+        ('{"question": "", "label": "yes"}\n', ":1: 'question' must be a non-empty string"),
+        ('{"question": "q", "context": "text", "label": "yes"}\n', ":1: 'context' must be an object"),
+    ],
+)
+def test_bad_input_is_a_clear_error_naming_the_line(tmp_path, content, message):
+    data = tmp_path / "data.jsonl"
+    data.write_text(content)
+    with pytest.raises(calibrate_tool.DataError) as caught:
+        calibrate_tool.load(data)
+    assert str(caught.value) == f"{data}{message}"
+
+
+def test_a_bad_file_stops_the_command_before_anything_is_asked(tmp_path, capsys):
+    data = write_rows(tmp_path / "d.jsonl", [{"question": "q", "label": "perhaps"}])
+    assert main(["calibrate", str(data)]) == EXIT_START
+    assert "label 'perhaps' is not among" in capsys.readouterr().err
+
+
+def test_extra_keys_stay_out_of_the_request(tmp_path):
+    data = write_rows(tmp_path / "d.jsonl", [{"question": "q", "context": {"prompt": "x"}, "label": "no", "meta": {"tier": "opus"}}])
+    row = calibrate_tool.load(data)[0]
+    assert row.request() == {"question": "q", "min_confidence": 0, "context": {"prompt": "x"}}
+
+
+@pytest.fixture
+def labelled(tmp_path):
+    rows = [{"question": QUESTION, "options": ["rerun", "block"], "label": "rerun" if i % 4 else "block"} for i in range(16)]
+    return write_rows(tmp_path / "labelled.jsonl", rows)
+
+
+@pytest.fixture
+def shipped(tmp_path, monkeypatch):
+    """Stand-ins for the repository's shipped fits and reports, so tests never touch the real ones."""
+    fits = tmp_path / "repo" / "calibration.json"
+    fits.parent.mkdir()
+    fits.write_text('{"format": "system1-calibration", "version": 1, "fits": []}\n')
+    monkeypatch.setattr(calibrate_tool, "SHIPPED_FITS", fits)
+    monkeypatch.setattr(calibrate_tool, "REPORTS", tmp_path / "repo" / "reports")
+    return fits
+
+
+def run(svc, monkeypatch, *args):
+    monkeypatch.setenv("SYSTEM1_GATEWAY_URL", svc.url)
+    monkeypatch.setenv("SYSTEM1_INSTALL_DIR", str(svc.state_dir))
+    return main(["calibrate", *args])
+
+
+def test_without_write_or_ship_nothing_is_written(tmp_path, labelled, shipped, monkeypatch, capsys):
+    before = shipped.read_bytes()
+    with running_service(tmp_path, '[gateway]\nprovider = "mock"\n') as svc:
+        assert run(svc, monkeypatch, str(labelled), "--json") == EXIT_OK
+        local = svc.state_dir / "calibration.json"
+    report = json.loads(capsys.readouterr().out)
+    assert report["overall"]["before"]["n"] == 16 and report["overall"]["before"]["accuracy"] == 0.75
+    assert {f.get("question") or f.get("n_options") for f in report["fits"]} == {QUESTION, 2}
+    assert not local.exists() and shipped.read_bytes() == before
+    assert not (tmp_path / "repo" / "reports").exists()
+
+
+def test_write_saves_local_fits_and_the_service_applies_them(tmp_path, labelled, shipped, monkeypatch, capsys):
+    with running_service(tmp_path, '[gateway]\nprovider = "mock"\nmin_confidence = 0\n') as svc:
+        assert httpx.post(f"{svc.url}/v1/decide", json={"question": QUESTION, "options": ["rerun", "block"]}).json()["calibrated"] is False
+        assert run(svc, monkeypatch, str(labelled), "--write") == EXIT_OK
+        answer = httpx.post(f"{svc.url}/v1/decide", json={"question": QUESTION, "options": ["rerun", "block"]}).json()
+        local = json.loads((svc.state_dir / "calibration.json").read_text())
+    assert answer["calibrated"] is True and answer["confidence"] == pytest.approx(0.75, abs=0.02)
+    assert {f["provider"] for f in local["fits"]} == {"mock"}
+    assert json.loads(shipped.read_text())["fits"] == []
+
+
+def test_ship_writes_the_shipped_fits_and_the_report(tmp_path, labelled, shipped, monkeypatch, capsys):
+    with running_service(tmp_path, '[gateway]\nprovider = "mock"\n') as svc:
+        assert run(svc, monkeypatch, str(labelled), "--ship") == EXIT_OK
+        local = svc.state_dir / "calibration.json"
+    fits = json.loads(shipped.read_text())["fits"]
+    assert [f.get("question") for f in fits] == [QUESTION, None] and not local.exists()
+    report = (tmp_path / "repo" / "reports" / "mock-mock.md").read_text()
+    assert report.startswith("# Calibration report: mock mock") and "held-out" in report
+    assert "| threshold | coverage | accuracy | n |" in report
+
+
+def test_merging_replaces_fits_for_the_same_key_and_keeps_the_rest(tmp_path):
+    path = tmp_path / "fits.json"
+    calibrate_tool.merge(path, [{"provider": "a", "model": "m", "question": "q", "temperature": 2.0},
+                                {"provider": "a", "model": "m", "n_options": 2, "temperature": 1.5}])
+    calibrate_tool.merge(path, [{"provider": "a", "model": "m", "question": "q", "temperature": 0.5}])
+    fits = json.loads(path.read_text())["fits"]
+    assert sorted((f.get("question") or "", f["temperature"]) for f in fits) == [("", 1.5), ("q", 0.5)]
+
+
+def test_the_shipped_seed_sets_load_and_ask_the_routing_features_exactly():
+    from pathlib import Path
+
+    from system1.routing.features import FEATURES
+
+    root = Path(__file__).parents[2] / "calibration"
+    routing = calibrate_tool.load(root / "routing-seed.jsonl")
+    assert len(routing) == 180 and {r.question for r in routing} == set(FEATURES.values())
+    assert len(calibrate_tool.load(root / "yes-no-seed.jsonl")) >= 24
+    tools = calibrate_tool.load(root / "tool-choice-seed.jsonl")
+    assert all(row.label in row.options for row in tools)

@@ -1,0 +1,128 @@
+"""Temperature fitting and the calibration measurements, against known values."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from system1.calibration import temper
+from system1.fitting import (
+    Answered,
+    auroc,
+    brier,
+    cross_validated,
+    ece,
+    fit,
+    fit_temperature,
+    folds,
+    measure,
+    recommend,
+    threshold_table,
+)
+
+
+def synthetic(true_temperature: float, count: int = 3000, seed: int = 1) -> list[Answered]:
+    """Rows whose labels are drawn from probabilities that are right at `true_temperature`:
+    the engine reports p^(1/T) normalised back to... i.e. its output is miscalibrated by T."""
+    rng = random.Random(seed)
+    rows = []
+    for _ in range(count):
+        logits = [rng.gauss(0, 1.5) for _ in range(3)]
+        truth = [math.exp(l) for l in logits]
+        total = sum(truth)
+        truth = [t / total for t in truth]
+        label = rng.choices(["a", "b", "c"], weights=truth)[0]
+        # What the engine reports: the true distribution tempered by 1/T (so T undoes it).
+        reported = temper(dict(zip("abc", truth)), 1 / true_temperature)
+        rows.append(Answered("q", ("a", "b", "c"), label, reported, "p", "m"))
+    return rows
+
+
+@pytest.mark.parametrize("temperature", [0.4, 1.0, 2.5])
+def test_fitting_recovers_a_known_temperature(temperature):
+    assert fit_temperature(synthetic(temperature)) == pytest.approx(temperature, rel=0.12)
+
+
+def test_question_fits_need_enough_rows_and_option_count_fits_are_always_made():
+    rows = synthetic(2.0, count=30)
+    few = [Answered("rare", r.options, r.label, r.probabilities, "p", "m") for r in rows[:5]]
+    fits = fit(rows + few, min_question_rows=10)
+    assert {(f.question, f.n_options) for f in fits} == {("q", None), (None, 3)}
+    assert all(f.model_extra["n"] in (30, 35) for f in fits)
+
+
+def test_ece_against_a_hand_computed_value():
+    # Bin 0.9: confidences .9, .9 with 1 of 2 right → |0.5 − 0.9| = 0.4, weight 2/4.
+    # Bin 0.6: confidences .6, .6 with 2 of 2 right → |1.0 − 0.6| = 0.4, weight 2/4.
+    assert ece([0.9, 0.9, 0.6, 0.6], [True, False, True, True]) == pytest.approx(0.4)
+    assert ece([0.75, 0.75, 0.75, 0.75], [True, True, True, False]) == pytest.approx(0.0)
+
+
+def test_brier_against_a_hand_computed_value():
+    rows = [Answered("q", ("a", "b"), "a", {}, "p", "m"), Answered("q", ("a", "b"), "b", {}, "p", "m")]
+    # Row 1: (0.8−1)² + (0.2−0)² = 0.08; row 2: (0.8−0)² + (0.2−1)² = 1.28; mean 0.68.
+    assert brier([{"a": 0.8, "b": 0.2}, {"a": 0.8, "b": 0.2}], rows) == pytest.approx(0.68)
+
+
+def test_auroc_against_hand_computed_values():
+    assert auroc([0.9, 0.8, 0.3, 0.2], [True, True, False, False]) == 1.0
+    assert auroc([0.9, 0.8, 0.3, 0.2], [False, False, True, True]) == 0.0
+    # Pairs (pos, neg): (0.7, 0.7) tie = 0.5, (0.7, 0.4) = 1, (0.2, 0.7) = 0, (0.2, 0.4) = 0 → 1.5 / 4.
+    assert auroc([0.7, 0.2, 0.7, 0.4], [True, True, False, False]) == pytest.approx(0.375)
+    assert auroc([0.5, 0.6], [True, True]) is None
+
+
+def test_threshold_table_and_recommendation():
+    table = threshold_table([0.95, 0.85, 0.7, 0.55], [True, True, False, True], thresholds=(0.5, 0.6, 0.8, 0.99))
+    assert table == [
+        {"threshold": 0.5, "coverage": 1.0, "accuracy": 0.75, "n": 4},
+        {"threshold": 0.6, "coverage": 0.75, "accuracy": 2 / 3, "n": 3},
+        {"threshold": 0.8, "coverage": 0.5, "accuracy": 1.0, "n": 2},
+        {"threshold": 0.99, "coverage": 0.0, "accuracy": None, "n": 0},
+    ]
+    assert recommend(table, 0.7)["threshold"] == 0.5
+    assert recommend(table, 0.9)["threshold"] == 0.8
+    assert recommend(table, 1.01) is None
+
+
+def test_folds_partition_the_rows():
+    parts = folds(23, 5)
+    assert sorted(i for part in parts for i in part) == list(range(23))
+    assert all(set(a).isdisjoint(b) for a in parts for b in parts if a is not b)
+
+
+def test_cross_validation_never_measures_a_row_with_a_fit_that_saw_it(monkeypatch):
+    import system1.fitting as fitting
+
+    rows = synthetic(2.0, count=40)
+    seen_by_fit: list[set[int]] = []
+    real_fit = fitting.fit
+
+    def recording_fit(train, *args, **kwargs):
+        seen_by_fit.append({id(r) for r in train})
+        return real_fit(train, *args, **kwargs)
+
+    measured: list[set[int]] = []
+    real_calibrated = fitting.calibrated
+
+    def recording_calibrated(subset, fits):
+        measured.append({id(r) for r in subset})
+        return real_calibrated(subset, fits)
+
+    monkeypatch.setattr(fitting, "fit", recording_fit)
+    monkeypatch.setattr(fitting, "calibrated", recording_calibrated)
+    result = fitting.cross_validated(rows, k=5)
+    assert len(result) == len(rows) and len(seen_by_fit) == len(measured) == 5
+    for trained, tested in zip(seen_by_fit, measured):
+        assert trained.isdisjoint(tested)
+        assert trained | tested == {id(r) for r in rows}
+
+
+def test_calibration_lowers_the_error_of_an_overconfident_engine():
+    rows = synthetic(2.5, count=1500)
+    before = measure(rows, [r.probabilities for r in rows])
+    after = measure(rows, cross_validated(rows, k=5))
+    assert after["ece"] < before["ece"] / 2
+    assert after["accuracy"] == pytest.approx(before["accuracy"])  # temperatures never re-rank
