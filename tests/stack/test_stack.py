@@ -152,3 +152,13 @@ def test_the_compose_files_parse_with_the_gpu_layer():
     gpu = subprocess.run([*compose, "-f", str(ROOT / "compose.yaml"), "-f", str(ROOT / "compose.gpu.yaml"), "config"],
                          cwd=ROOT, capture_output=True, text=True, timeout=60).stdout
     assert "driver: nvidia" in gpu and "capabilities:" in gpu
+
+
+def test_a_fresh_stack_answers_the_seed_questions_calibrated(stack, http):
+    import json
+
+    row = json.loads((ROOT / "calibration" / "yes-no-seed.jsonl").read_text().splitlines()[0])
+    body = http.post("/v1/decide", json={"question": row["question"], "context": row["context"], "min_confidence": 0}).json()
+    assert body["calibrated"] is True and body["provider"] == "systemone"
+    fits = http.get("/v1/capabilities").json()["calibration"]
+    assert any(source["source"] == "shipped" and source["fits"] for source in fits)

@@ -191,6 +191,62 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# -- evaluate ----------------------------------------------------------------------------------
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    import asyncio
+    import json
+    from pathlib import Path
+
+    import httpx
+
+    from . import evaluate_tool as tool
+    from .bridge import ServiceBackend
+    from .routing.features import FEATURES
+
+    config = load_config()
+    log = Path(args.log).expanduser() if args.log else config.routing_log
+    try:
+        entries = tool.read_log(log)
+    except (OSError, ValueError) as exc:
+        print(f"system1 evaluate: {exc}", file=sys.stderr)
+        return EXIT_START
+    routing, gateway = config.settings.routing, config.settings.gateway
+    threshold = args.threshold if args.threshold is not None else (
+        routing.min_confidence if routing.min_confidence is not None else gateway.min_confidence)
+    backend = ServiceBackend.from_env()
+    headers = {"X-System1-Priority": "batch", "X-System1-Client": "evaluate"}
+
+    async def ask() -> list[dict[str, tool.FeatureAnswer]]:
+        answers = []
+        try:
+            for entry in entries:
+                found = {}
+                for name, question in FEATURES.items():
+                    body = {"question": question, "context": {"prompt": entry["prompt"]}, "min_confidence": 0}
+                    reply = (await backend.http.post("/v1/decide", json=body, headers=headers)).json()
+                    if reply.get("probabilities") and reply.get("confidence") is not None:
+                        p = reply["probabilities"]
+                        answer = reply.get("decision") or max(p, key=p.get)
+                        found[name] = tool.FeatureAnswer(answer, reply["confidence"], p.get("yes", 0.0))
+                answers.append(found)
+        finally:
+            await backend.aclose()
+        return answers
+
+    try:
+        answers = asyncio.run(ask())
+    except httpx.HTTPError as exc:
+        print(f"system1 evaluate: {backend._unreachable(exc)}", file=sys.stderr)
+        return EXIT_START
+    report = tool.assess(entries, answers, threshold)
+    state, reasons = tool.verdict(report, tool.Bars(args.min_feature_accuracy, args.min_safety, args.min_failures))
+    if args.json:
+        print(json.dumps({**report, "verdict": state, "reasons": reasons}, indent=2))
+    else:
+        print(tool.render(report, state, reasons))
+    return EXIT_OK if state == "READY" else EXIT_HEALTH
+
+
 # -- smoke -------------------------------------------------------------------------------------
 def _line(label: str, verdict: str, detail: str = "") -> None:
     print(f"{label:<9} {verdict:<5} {detail}".rstrip(), flush=True)
@@ -309,6 +365,15 @@ def parser() -> argparse.ArgumentParser:
     where.add_argument("--write", action="store_true", help="save the fits for this installation and reload the service")
     where.add_argument("--ship", action="store_true", help="save the fits into the repository's shipped fits, with the report")
     calibrate.set_defaults(func=cmd_calibrate)
+
+    evaluate = commands.add_parser("evaluate", help="read-only: is the engine ready to route? READY or NOT READY")
+    evaluate.add_argument("--log", help="routing log (default: [routing] log_file)")
+    evaluate.add_argument("--threshold", type=float, help="routing threshold (default: [routing] min_confidence)")
+    evaluate.add_argument("--min-feature-accuracy", type=float, default=0.85)
+    evaluate.add_argument("--min-safety", type=float, default=0.95)
+    evaluate.add_argument("--min-failures", type=int, default=30)
+    evaluate.add_argument("--json", action="store_true", help="print machine-readable results")
+    evaluate.set_defaults(func=cmd_evaluate)
 
     mcp = commands.add_parser("mcp", help="serve the MCP tools over stdio (a bridge to the service)")
     mcp.add_argument("--standalone", action="store_true", help="run the gateway core in this process")
