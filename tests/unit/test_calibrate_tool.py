@@ -46,6 +46,14 @@ def test_a_bad_file_stops_the_command_before_anything_is_asked(tmp_path, capsys)
     assert "label 'perhaps' is not among" in capsys.readouterr().err
 
 
+def test_rows_can_come_from_standard_input(monkeypatch):
+    import io
+    from pathlib import Path
+
+    monkeypatch.setattr("sys.stdin", io.StringIO('{"question": "q", "label": "no"}\n'))
+    assert calibrate_tool.load(Path("-"))[0].label == "no"
+
+
 def test_extra_keys_stay_out_of_the_request(tmp_path):
     data = write_rows(tmp_path / "d.jsonl", [{"question": "q", "context": {"prompt": "x"}, "label": "no", "meta": {"tier": "opus"}}])
     row = calibrate_tool.load(data)[0]

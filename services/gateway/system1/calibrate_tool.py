@@ -50,8 +50,9 @@ class Labelled:
 
 
 def load(path: Path) -> list[Labelled]:
+    """Labelled rows from a JSONL file (`-` for standard input)."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = (sys.stdin.read() if str(path) == "-" else path.read_text(encoding="utf-8")).splitlines()
     except OSError as exc:
         raise DataError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     rows = []
