@@ -231,6 +231,18 @@ def create_app(service: Service) -> FastAPI:
             headers[MODEL_HEADER] = response._model
         return JSONResponse(response.model_dump(mode="json"), status_code=status, headers=headers)
 
+    @app.post("/v1/route")
+    async def route(request: Request) -> JSONResponse:
+        """The routing hook: a Claude Code hook event in, the context to add (or none) out."""
+        try:
+            event = json.loads(await request.body())
+        except (ValueError, UnicodeDecodeError):
+            return envelope(ErrorCode.INVALID_REQUEST, "request: body is not valid JSON", 400)
+        if not isinstance(event, dict):
+            return envelope(ErrorCode.INVALID_REQUEST, "request: the hook input must be a JSON object", 400)
+        outcome = await service.route(event, request.state.system1_client)
+        return JSONResponse(outcome.as_dict())
+
     @app.get("/v1/health")
     async def health() -> dict[str, Any]:
         """Gateway status and a cached probe of each engine in the chain."""

@@ -247,6 +247,36 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return EXIT_OK if state == "READY" else EXIT_HEALTH
 
 
+# -- hook --------------------------------------------------------------------------------------
+def cmd_hook(args: argparse.Namespace) -> int:
+    """Show what the routing hook would do for a prompt (the hook itself hides its errors)."""
+    import asyncio
+    import json
+
+    import httpx
+
+    from .bridge import ServiceBackend
+
+    prompt = args.prompt if args.prompt is not None else sys.stdin.read()
+    event = {"hook_event_name": "UserPromptSubmit", "prompt": prompt, "cwd": args.cwd or os.getcwd(),
+             "home": os.path.expanduser("~")}
+    backend = ServiceBackend.from_env()
+
+    async def ask():
+        try:
+            response = await backend.http.post("/v1/route", json=event, headers={"X-System1-Client": client_name()})
+            return response.json()
+        finally:
+            await backend.aclose()
+
+    try:
+        print(json.dumps(asyncio.run(ask()), indent=2))
+    except (httpx.HTTPError, ValueError) as exc:
+        print(backend._unreachable(exc), file=sys.stderr)
+        return EXIT_START
+    return EXIT_OK
+
+
 # -- smoke -------------------------------------------------------------------------------------
 def _line(label: str, verdict: str, detail: str = "") -> None:
     print(f"{label:<9} {verdict:<5} {detail}".rstrip(), flush=True)
@@ -374,6 +404,12 @@ def parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--min-failures", type=int, default=30)
     evaluate.add_argument("--json", action="store_true", help="print machine-readable results")
     evaluate.set_defaults(func=cmd_evaluate)
+
+    hook = commands.add_parser("hook", help="debug the routing hook")
+    hook.add_argument("action", choices=["route"])
+    hook.add_argument("--prompt", help="the prompt (default: standard input)")
+    hook.add_argument("--cwd", help="the working directory the hook would report (default: this one)")
+    hook.set_defaults(func=cmd_hook)
 
     mcp = commands.add_parser("mcp", help="serve the MCP tools over stdio (a bridge to the service)")
     mcp.add_argument("--standalone", action="store_true", help="run the gateway core in this process")

@@ -279,16 +279,9 @@ class Gateway:
             )
             response._abstain_reason = "engine"
             return response
-        probabilities, confidence, calibrated = answer.probabilities, answer.confidence, False
-        fit = (
-            self.calibrator.lookup(name, answer.model, query.question, len(query.choices))
-            if probabilities and calibrate
-            else None
+        probabilities, confidence, calibrated = (
+            self._calibrated(name, answer, query) if calibrate else (answer.probabilities, answer.confidence, False)
         )
-        if fit is not None and probabilities and answer.decision in probabilities:
-            probabilities = temper(probabilities, fit.temperature)
-            confidence, calibrated = probabilities[answer.decision], True
-        assert confidence is not None
         if confidence < threshold:
             attempts[-1] = attempts[-1].model_copy(
                 update={"outcome": "abstained", "detail": f"confidence {confidence:.2f} below {threshold:.2f}"}
@@ -317,6 +310,54 @@ class Gateway:
             latency_ms=_ms(time.perf_counter() - started),
             **common,
         )
+
+    def _calibrated(self, name: str, answer: Answer, query: Query) -> tuple[dict[str, float] | None, float, bool]:
+        """Probabilities, confidence and whether a fit was applied."""
+        probabilities, confidence = answer.probabilities, answer.confidence
+        assert confidence is not None
+        if not probabilities or answer.decision not in probabilities:
+            return probabilities, confidence, False
+        fit = self.calibrator.lookup(name, answer.model, query.question, len(query.choices))
+        if fit is None:
+            return probabilities, confidence, False
+        probabilities = temper(probabilities, fit.temperature)
+        return probabilities, probabilities[answer.decision], True
+
+    async def decide_many(
+        self, state: Any, queries: list[Query], client: str, priority: int, timeout_s: float
+    ) -> list[dict[str, Any]] | None:
+        """Several questions about one text in one engine pass where the engine can, through the
+        chain; each answer checked and calibrated. None when no provider answered in time."""
+        if self.errors or self.paused:
+            return None
+        deadline = asyncio.get_running_loop().time() + timeout_s
+        for name in self.chain:
+            provider = self.providers[name]
+            remaining = min(deadline - asyncio.get_running_loop().time(), self.config.settings.gateway.timeout_s)
+            if remaining <= 0:
+                return None
+            try:
+                raws = await asyncio.wait_for(self.lanes[name].run(state, queries, client, priority, remaining), remaining)
+                answers = [check_answer(raw, q.choices, provider.model_id) for raw, q in zip(raws, queries)]
+            except (TimeoutError, EngineError) as exc:
+                logger.info("%s did not answer %d questions: %s", name, len(queries), exc)
+                continue
+            result = []
+            for answer, query in zip(answers, queries):
+                if answer.abstain:
+                    result.append({"answer": None, "confidence": 0.0, "abstain": True, "provider": name})
+                    continue
+                probabilities, confidence, calibrated = self._calibrated(name, answer, query)
+                result.append({"answer": answer.decision, "confidence": confidence, "abstain": False,
+                               "calibrated": calibrated, "provider": name})
+            return result
+        return None
+
+    def max_options(self) -> int | None:
+        """The primary engine's option limit, with the schema's own."""
+        provider = self.providers.get(self.config.settings.gateway.provider)
+        limit = provider.capabilities().max_options if provider else None
+        return min(limit, 256) if limit is not None else 256
 
     def _log(self, response: DecideResponse, client: str) -> None:
         token = request_id_var.set(response.request_id)

@@ -23,6 +23,7 @@ from .gateway import Gateway
 from .lanes import BATCH, INTERACTIVE
 from .metrics import Metrics
 from .requestlog import RequestLog
+from .routing.router import Outcome, Router, RoutingLog
 from .schema import DecideResponse
 
 logger = logging.getLogger(__name__)
@@ -53,6 +54,7 @@ class Service:
         self.bridge_token: str | None = None
         self.keys = KeyRing({})
         self.request_log: RequestLog | None = None
+        self.routing_log = RoutingLog(config.routing_log)
         self._health_task: asyncio.Task | None = None
         self._configure_edges(config)
 
@@ -73,6 +75,8 @@ class Service:
         service = config.settings.service
         self.metrics.clients = frozenset(service.clients)
         self.keys, self.key_errors = KeyRing.load(service.api_keys_file, self.env, self.bridge_token)
+        if self.routing_log.path != config.routing_log:
+            self.routing_log = RoutingLog(config.routing_log)
         if self.request_log is not None:
             self.request_log.close()
             self.request_log = None
@@ -147,6 +151,11 @@ class Service:
         if self.request_log is not None:
             self.request_log.record(response, client, payload)
         return response
+
+    async def route(self, event: dict[str, Any], client: str) -> Outcome:
+        """The routing hook's answer for one Claude Code hook event."""
+        async with self._use() as gateway:
+            return await Router(gateway, self.routing_log).route(event, client)
 
     async def health(self) -> dict[str, Any]:
         async with self._use() as gateway:

@@ -1,0 +1,229 @@
+"""The routing hook's logic, served at `POST /v1/route`: features → rule → an advisory hint.
+
+For a `UserPromptSubmit` event the engine answers the four routing features in one pass, the
+rule turns them into a tier, and the hint is given only when routing is enabled, `hint` is not
+false and every feature clears the routing threshold. It stays silent for slash commands,
+prompts under ten words, subagent hand-backs, abstentions, failures and while paused. The skill
+picker shares the 1.5 s budget and runs only when routing left time and the provider can hold
+every candidate in one question. `PreToolUse` events on the Agent tool are recorded only.
+
+Entries go to the routing log only for working directories inside `[routing] log_dirs`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from ..lanes import INTERACTIVE
+from ..providers.base import Query
+from .features import FEATURES
+from .rule import tier
+
+logger = logging.getLogger(__name__)
+
+BUDGET_S = 1.5
+MIN_WORDS = 10
+HAND_BACKS = ("<agent-message>", "<task-notification>")
+SKILL_QUESTION = "Which skill fits this request?"
+AGENT_TOOLS = frozenset({"Agent", "Task"})
+
+
+@dataclass
+class Outcome:
+    """What the hook should print (`context`, or nothing) and why, for debugging."""
+
+    context: str | None = None
+    silent: str | None = None
+    tier: str | None = None
+    features: dict[str, dict[str, Any]] = field(default_factory=dict)
+    skill: dict[str, Any] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"context": self.context, "silent": self.silent, "tier": self.tier,
+                "features": self.features, "skill": self.skill}
+
+
+def logged_dir(cwd: str, log_dirs: list[str], home: str | None) -> bool:
+    """Whether `cwd` is one of `log_dirs` or below one, by whole path components (so
+    `/src/app-2` is not inside `/src/app`). Paths are the client's, compared as text."""
+    if not cwd:
+        return False
+    where = PurePosixPath(cwd)
+    for entry in log_dirs:
+        if entry.startswith("~"):
+            if not home:
+                continue
+            entry = home + entry[1:]
+        base = PurePosixPath(entry)
+        if where == base or base in where.parents:
+            return True
+    return False
+
+
+def silence_reason(prompt: str) -> str | None:
+    text = prompt.strip()
+    if text.startswith("/"):
+        return "slash command"
+    if any(marker in text for marker in HAND_BACKS):
+        return "subagent hand-back"
+    if len(text.split()) < MIN_WORDS:
+        return f"under {MIN_WORDS} words"
+    return None
+
+
+def hint_text(tier_name: str) -> str:
+    return (f"System-1 routing hint: the task reads like a {tier_name} task; use model \"{tier_name}\" "
+            "for subagents you spawn for it, unless you know better.")
+
+
+class RoutingLog:
+    """Appends entries to the routing log; one writer per process, off the event loop."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = asyncio.Lock()
+
+    async def append(self, entry: dict[str, Any]) -> None:
+        line = json.dumps({"ts": round(time.time(), 3), **entry}, ensure_ascii=False) + "\n"
+        async with self._lock:
+            await asyncio.to_thread(self._write, line)
+
+    def _write(self, line: str) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a", encoding="utf-8") as handle:
+            handle.write(line)
+
+
+class Router:
+    def __init__(self, gateway: Any, log: RoutingLog) -> None:
+        self.gateway = gateway
+        self.log = log
+
+    @property
+    def settings(self):
+        return self.gateway.config.settings
+
+    async def route(self, event: dict[str, Any], client: str) -> Outcome:
+        started = time.monotonic()
+        name = event.get("hook_event_name", "UserPromptSubmit")
+        if name == "PreToolUse":
+            return await self._agent(event, client)
+        routing = self.settings.routing
+        prompt = event.get("prompt")
+        if not isinstance(prompt, str):
+            return Outcome(silent="no prompt in the hook input")
+        if self.gateway.paused:
+            return Outcome(silent="paused")
+        if not routing.enabled and not self.settings.skills.enabled:
+            return Outcome(silent="routing and the skill picker are off")
+        reason = silence_reason(prompt)
+        if reason:
+            return Outcome(silent=reason)
+        outcome = Outcome()
+        if routing.enabled:
+            await self._route(prompt, client, outcome, event)
+        remaining = BUDGET_S - (time.monotonic() - started)
+        if self.settings.skills.enabled:
+            await self._pick_skill(prompt, event, client, remaining, outcome)
+        return outcome
+
+    def _threshold(self) -> float:
+        routing = self.settings.routing
+        return routing.min_confidence if routing.min_confidence is not None else self.settings.gateway.min_confidence
+
+    async def features(self, prompt: str, client: str, timeout_s: float) -> dict[str, dict[str, Any]] | None:
+        queries = [Query(question, ["yes", "no"], yes_no=True) for question in FEATURES.values()]
+        answers = await self.gateway.decide_many({"prompt": prompt}, queries, client, INTERACTIVE, timeout_s)
+        if answers is None:
+            return None
+        return {name: answer for name, answer in zip(FEATURES, answers)}
+
+    async def _route(self, prompt: str, client: str, outcome: Outcome, event: dict[str, Any]) -> None:
+        routing = self.settings.routing
+        features = await self.features(prompt, client, BUDGET_S)
+        if features is None:
+            outcome.silent = "the engine failed or did not answer in time"
+            return
+        outcome.features = features
+        threshold = self._threshold()
+        if any(f["abstain"] for f in features.values()):
+            outcome.silent = "the engine abstained"
+        outcome.tier = tier({name: f["answer"] == "yes" for name, f in features.items()})
+        unsure = [name for name, f in features.items() if f["confidence"] < threshold]
+        if unsure and not outcome.silent:
+            outcome.silent = f"not sure enough about {', '.join(unsure)} (below {threshold:.2f})"
+        if not outcome.silent and routing.hint:
+            outcome.context = hint_text(outcome.tier)
+        elif not outcome.silent:
+            outcome.silent = "record only (hint = false)"
+        if logged_dir(event.get("cwd", ""), routing.log_dirs, event.get("home")):
+            await self.log.append({
+                "source": "prompt", "client": client, "cwd": event.get("cwd"), "session_id": event.get("session_id"),
+                "prompt": prompt, "features": _compact(features), "rule_tier": outcome.tier,
+                "decision": outcome.tier, "hinted": outcome.context is not None,
+            })
+
+    async def _pick_skill(self, prompt: str, event: dict[str, Any], client: str, remaining: float, outcome: Outcome) -> None:
+        skills = self.settings.skills
+        candidates = [s for s in event.get("skills") or [] if isinstance(s, dict) and s.get("name")
+                      and not s.get("disable-model-invocation")]
+        if len(candidates) < 2:
+            return
+        limit = self.gateway.max_options()
+        if limit is not None and len(candidates) > limit:
+            outcome.skill = {"silent": f"dormant: {len(candidates)} skills, the engine takes at most {limit} options"}
+            return
+        if remaining <= 0.05:
+            outcome.skill = {"silent": "routing used the time budget"}
+            return
+        options = [f"{s['name']}: {s.get('description', '')}".strip().rstrip(":")[:500] for s in candidates]
+        options = list(dict.fromkeys(options))
+        answers = await self.gateway.decide_many({"prompt": prompt}, [Query(SKILL_QUESTION, options)], client,
+                                                 INTERACTIVE, remaining)
+        if answers is None or answers[0]["abstain"]:
+            outcome.skill = {"silent": "the engine failed or abstained"}
+            return
+        answer = answers[0]
+        name = answer["answer"].split(":", 1)[0]
+        outcome.skill = {"name": name, "confidence": answer["confidence"]}
+        if answer["confidence"] < skills.min_confidence:
+            outcome.skill["silent"] = f"below the picker's threshold {skills.min_confidence:.2f}"
+        elif skills.hint:
+            hint = f"System-1 skill hint: consider the `{name}` skill if it fits."
+            outcome.context = f"{outcome.context}\n{hint}" if outcome.context else hint
+        else:
+            outcome.skill["silent"] = "record only (hint = false)"
+        if logged_dir(event.get("cwd", ""), self.settings.routing.log_dirs, event.get("home")):
+            await self.log.append({"source": "skill", "client": client, "cwd": event.get("cwd"),
+                                   "session_id": event.get("session_id"), "prompt": prompt, "skill": name,
+                                   "confidence": answer["confidence"], "hinted": "silent" not in outcome.skill})
+
+    async def _agent(self, event: dict[str, Any], client: str) -> Outcome:
+        """Record an Agent spawn next to the model the orchestrator chose; never changes it."""
+        if event.get("tool_name") not in AGENT_TOOLS:
+            return Outcome(silent="not an Agent spawn")
+        if not self.settings.routing.enabled or not logged_dir(event.get("cwd", ""), self.settings.routing.log_dirs, event.get("home")):
+            return Outcome(silent="not logged here")
+        tool_input = event.get("tool_input") or {}
+        brief = str(tool_input.get("prompt") or tool_input.get("description") or "")
+        features = await self.features(brief, client, BUDGET_S) if brief else None
+        outcome = Outcome(silent="record only", features=features or {})
+        if features:
+            outcome.tier = tier({name: f["answer"] == "yes" for name, f in features.items()})
+        await self.log.append({
+            "source": "agent", "client": client, "cwd": event.get("cwd"), "session_id": event.get("session_id"),
+            "prompt": brief, "features": _compact(features or {}), "rule_tier": outcome.tier,
+            "chosen": tool_input.get("model"), "subagent_type": tool_input.get("subagent_type"),
+            "tool_use_id": event.get("tool_use_id"),
+        })
+        return outcome
+
+
+def _compact(features: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {name: {"answer": f["answer"], "confidence": round(f["confidence"], 4)} for name, f in features.items()}
