@@ -247,6 +247,66 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return EXIT_OK if state == "READY" else EXIT_HEALTH
 
 
+# -- outcomes and report ---------------------------------------------------------------------
+def _sessions(args: argparse.Namespace):
+    from pathlib import Path
+
+    from .transcripts import read_sessions
+
+    projects = Path(args.projects_dir).expanduser() if args.projects_dir else Path("~/.claude/projects").expanduser()
+    if not projects.is_dir():
+        print(f"no transcripts at {projects} (use --projects-dir)", file=sys.stderr)
+        return None
+    return read_sessions(projects, args.days)
+
+
+def cmd_outcomes(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from . import outcomes
+
+    sessions = _sessions(args)
+    if sessions is None:
+        return EXIT_START
+    verdicts = [v for session in sessions.values() for v in outcomes.judge(session.spawns)]
+    result = outcomes.summary(verdicts)
+    if args.apply:
+        log = Path(args.log).expanduser() if args.log else load_config().routing_log
+        result["applied"] = outcomes.apply(log, verdicts)
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(f"{result['spawns']} spawns: {result['failed']} failed, {result['succeeded']} succeeded")
+        print("by tier: " + ", ".join(f"{t} {n}" for t, n in sorted(result["spawns_by_tier"].items())))
+        for reason, n in sorted(result["failure_reasons"].items()):
+            print(f"  failed, {reason}: {n}")
+        for item in result["doubtful"]:
+            print(f"  doubtful: {item['tool_use_id']} {item['outcome']} ({item['reason']})")
+        if args.apply:
+            print(f"labelled {result['applied']} routing log entries")
+    return EXIT_OK
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from . import usage_report
+
+    try:
+        prices = usage_report.load_prices(Path(args.prices) if args.prices else usage_report.DEFAULT_PRICES)
+    except (OSError, ValueError) as exc:
+        print(f"system1 report: {exc}", file=sys.stderr)
+        return EXIT_START
+    sessions = _sessions(args)
+    if sessions is None:
+        return EXIT_START
+    result = usage_report.report(sessions, prices)
+    print(json.dumps(result, indent=2) if args.json else usage_report.render(result, args.days))
+    return EXIT_OK
+
+
 # -- hook --------------------------------------------------------------------------------------
 def cmd_hook(args: argparse.Namespace) -> int:
     """Show what the routing hook would do for a prompt (the hook itself hides its errors)."""
@@ -404,6 +464,21 @@ def parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--min-failures", type=int, default=30)
     evaluate.add_argument("--json", action="store_true", help="print machine-readable results")
     evaluate.set_defaults(func=cmd_evaluate)
+
+    outcomes = commands.add_parser("outcomes", help="label every Agent spawn failed or succeeded from transcripts")
+    outcomes.add_argument("--days", type=int, default=30)
+    outcomes.add_argument("--projects-dir", help="Claude Code transcripts (default ~/.claude/projects)")
+    outcomes.add_argument("--apply", action="store_true", help="write the outcomes into the routing log")
+    outcomes.add_argument("--log", help="routing log for --apply (default: [routing] log_file)")
+    outcomes.add_argument("--json", action="store_true")
+    outcomes.set_defaults(func=cmd_outcomes)
+
+    report = commands.add_parser("report", help="hint reach, adherence, subagent cost by tier, savings (totals only)")
+    report.add_argument("--days", type=int, default=14)
+    report.add_argument("--projects-dir", help="Claude Code transcripts (default ~/.claude/projects)")
+    report.add_argument("--prices", help="prices file (default: the shipped list prices)")
+    report.add_argument("--json", action="store_true")
+    report.set_defaults(func=cmd_report)
 
     hook = commands.add_parser("hook", help="debug the routing hook")
     hook.add_argument("action", choices=["route"])
