@@ -10,9 +10,10 @@ gateway is SYSTEM1_GATEWAY_URL (default http://127.0.0.1:8080); the caller is SY
 
 import json
 import os
+import socket
 import sys
-import urllib.request
 from pathlib import Path
+from urllib.parse import urlsplit
 
 TIMEOUT_S = 1.8  # the gateway's own budget is 1.5 s
 
@@ -51,6 +52,48 @@ def skills(cwd):
     return list(found.values())
 
 
+def post(url, body, headers):
+    """POST JSON and return the decoded reply. Plain sockets for http (the local gateway):
+    http.client and urllib cost more to import than the rest of the hook takes to run."""
+    parts = urlsplit(url)
+    if parts.scheme != "http":
+        import urllib.request
+
+        request = urllib.request.Request(url, data=body, headers=headers)
+        with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
+            return json.load(response)
+    head = [f"POST {parts.path or '/'} HTTP/1.1", f"Host: {parts.netloc}", "Connection: close",
+            f"Content-Length: {len(body)}"] + [f"{k}: {v}" for k, v in headers.items()]
+    with socket.create_connection((parts.hostname, parts.port or 80), timeout=TIMEOUT_S) as sock:
+        sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body)
+        chunks = []
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    raw = b"".join(chunks)
+    header, _, payload = raw.partition(b"\r\n\r\n")
+    status = header.split(b" ", 2)[1]
+    if status != b"200":
+        raise OSError(f"HTTP {status.decode()}")
+    if b"transfer-encoding: chunked" in header.lower():
+        payload = _dechunk(payload)
+    return json.loads(payload)
+
+
+def _dechunk(data):
+    out = b""
+    while data:
+        size, _, rest = data.partition(b"\r\n")
+        length = int(size.split(b";")[0], 16)
+        if length == 0:
+            break
+        out += rest[:length]
+        data = rest[length + 2:]
+    return out
+
+
 def main():
     try:
         event = json.loads(sys.stdin.read())
@@ -62,10 +105,7 @@ def main():
         if os.environ.get("SYSTEM1_API_KEY"):
             headers["Authorization"] = "Bearer " + os.environ["SYSTEM1_API_KEY"]
         url = (os.environ.get("SYSTEM1_GATEWAY_URL") or "http://127.0.0.1:8080").rstrip("/") + "/v1/route"
-        request = urllib.request.Request(url, data=json.dumps(event).encode("utf-8"), headers=headers)
-        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback: never a proxy
-        with opener.open(request, timeout=TIMEOUT_S) as response:
-            answer = json.load(response)
+        answer = post(url, json.dumps(event).encode("utf-8"), headers)
         if event.get("hook_event_name", "UserPromptSubmit") == "UserPromptSubmit" and answer.get("context"):
             print(json.dumps({"hookSpecificOutput": {"hookEventName": "UserPromptSubmit",
                                                      "additionalContext": answer["context"]}}))

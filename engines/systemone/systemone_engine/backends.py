@@ -138,12 +138,28 @@ class MiniLM(Engine):
         return vectors
 
     def scores(self, states: list[str], question: Question) -> np.ndarray:
-        queries = [f"{question.instructions}\n{s}".strip() for s in states]
-        similarity = self._queries(queries) @ self._options(question.texts).T
-        return _softmax(similarity * self.scale)
+        return self._score(self._queries([self._query(question, s) for s in states]), question)
+
+    def answer(self, states: list[Any], questions: list[Question]) -> tuple[list[dict[str, Any]], int]:
+        # Every (question, state) text in one encoder pass, rather than one pass per question.
+        texts = [state_text(s) for s in states]
+        vectors = self._queries([self._query(q, s) for q in questions for s in texts])
+        results: list[dict[str, Any]] = [{} for _ in states]
+        for index, question in enumerate(questions):
+            block = vectors[index * len(texts):(index + 1) * len(texts)]
+            for row, probabilities in enumerate(self._score(block, question)):
+                results[row][question.qid] = answer_of(question, probabilities)
+        return results, self.count_tokens(texts, questions)
+
+    @staticmethod
+    def _query(question: Question, state: str) -> str:
+        return f"{question.instructions}\n{state}".strip()
+
+    def _score(self, queries: np.ndarray, question: Question) -> np.ndarray:
+        return _softmax(queries @ self._options(question.texts).T * self.scale)
 
     def count_tokens(self, states: list[str], questions: list[Question]) -> int:
-        return self.encoder.count_tokens([f"{q.instructions}\n{s}" for q in questions for s in states])
+        return self.encoder.count_tokens([self._query(q, s) for q in questions for s in states])
 
 
 # -- torch engines -----------------------------------------------------------------------------

@@ -76,8 +76,9 @@ def tool_list() -> list[types.Tool]:
                 "options). Returns the decision with a calibrated confidence, or `abstained` "
                 "when it is not sure enough: then reason it through yourself."
             ),
+            # No output schema: it would cost every session ~700 tokens of context; the response
+            # schema is one system1_capabilities call away.
             input_schema=schemas["request.json"],
-            output_schema=schemas["response.json"],
             annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
         ),
         types.Tool(
