@@ -31,7 +31,7 @@ import httpx
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from benchlib import free_port, percentile  # noqa: E402
+from benchlib import free_port, percentile, wait_http  # noqa: E402
 SEED = {"question": "Rerun the flaky pipeline or block the merge?", "options": ["rerun the pipeline", "block the merge"]}
 INTERACTIVE_Q = {"question": "Is this command destructive: rm -rf build/?"}
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -48,18 +48,6 @@ def rss_mb(pid: int, field: str = "VmRSS") -> float:
         if line.startswith(field + ":"):
             return int(line.split()[1]) / 1024
     return float("nan")
-
-
-def wait_http(url: str, timeout_s: float = 30) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(url, timeout=1).status_code < 500:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    raise RuntimeError(f"{url} did not come up")
 
 
 @contextmanager

@@ -29,7 +29,7 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(ROOT / "services" / "gateway"))
 
-from benchlib import free_port, percentile  # noqa: E402
+from benchlib import free_port, percentile, wait_http as wait  # noqa: E402
 from system1.routing.rule import rank  # noqa: E402
 
 DIRECT = {"question": "Which Claude model tier does this task need?",
@@ -45,17 +45,6 @@ def seeds():
         prompts.setdefault(row["meta"]["id"], (row["context"]["prompt"], row["meta"]["tier"]))
     yes_no = [json.loads(line) for line in (ROOT / "calibration" / "yes-no-seed.jsonl").read_text().splitlines()]
     return list(prompts.values()), yes_no
-
-
-def wait(url: str) -> None:
-    for _ in range(300):
-        try:
-            if httpx.get(url, timeout=1).status_code < 500:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    raise RuntimeError(f"{url} did not come up")
 
 
 def run_engine(name: str, gateway: str, prompts, yes_no) -> dict:
