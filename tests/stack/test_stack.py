@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import subprocess
 import threading
-import time
 
 import anyio
 import docker

@@ -101,7 +101,7 @@ class Scripted(Provider):
 
 def chain_of(tmp_path, *providers: Scripted) -> Gateway:
     names = [p.name for p in providers]
-    toml = f'[gateway]\nprovider = "mock"\nfallback = ["mock"]\n'
+    toml = '[gateway]\nprovider = "mock"\nfallback = ["mock"]\n'
     config = config_in(tmp_path, toml)
     config.settings.gateway.provider = names[0]
     config.settings.gateway.fallback = names[1:]

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .calibration import LOCAL_FITS_NAME, SHIPPED_FITS, Fit, FitsFile
+from .calibration import LOCAL_FITS_NAME, SHIPPED_FITS, Fit, FitsFile  # noqa: F401 - where --write and --ship write
 from .fitting import Answered, calibrated, cross_validated, fit, measure, recommend
 from .schema import YES_NO
 

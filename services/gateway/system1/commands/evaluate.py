@@ -1,0 +1,64 @@
+"""`evaluate`: is the engine ready to route?"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..config import load_config
+from . import EXIT_HEALTH, EXIT_OK, EXIT_START
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+    import json
+    from pathlib import Path
+
+    import httpx
+
+    from .. import evaluate_tool as tool
+    from ..bridge import ServiceBackend
+    from ..routing.features import FEATURES
+
+    config = load_config()
+    log = Path(args.log).expanduser() if args.log else config.routing_log
+    try:
+        entries = tool.read_log(log)
+    except (OSError, ValueError) as exc:
+        print(f"system1 evaluate: {exc}", file=sys.stderr)
+        return EXIT_START
+    routing, gateway = config.settings.routing, config.settings.gateway
+    threshold = args.threshold if args.threshold is not None else (
+        routing.min_confidence if routing.min_confidence is not None else gateway.min_confidence)
+    backend = ServiceBackend.from_env()
+    headers = {"X-System1-Priority": "batch", "X-System1-Client": "evaluate"}
+
+    async def ask() -> list[dict[str, tool.FeatureAnswer]]:
+        answers = []
+        try:
+            for entry in entries:
+                found = {}
+                for name, question in FEATURES.items():
+                    body = {"question": question, "context": {"prompt": entry["prompt"]}, "min_confidence": 0}
+                    reply = (await backend.http.post("/v1/decide", json=body, headers=headers)).json()
+                    if reply.get("probabilities") and reply.get("confidence") is not None:
+                        p = reply["probabilities"]
+                        answer = reply.get("decision") or max(p, key=p.get)
+                        found[name] = tool.FeatureAnswer(answer, reply["confidence"], p.get("yes", 0.0))
+                answers.append(found)
+        finally:
+            await backend.aclose()
+        return answers
+
+    try:
+        answers = asyncio.run(ask())
+    except httpx.HTTPError as exc:
+        print(f"system1 evaluate: {backend._unreachable(exc)}", file=sys.stderr)
+        return EXIT_START
+    report = tool.assess(entries, answers, threshold)
+    state, reasons = tool.verdict(report, tool.Bars(args.min_feature_accuracy, args.min_safety, args.min_failures))
+    if args.json:
+        print(json.dumps({**report, "verdict": state, "reasons": reasons}, indent=2))
+    else:
+        print(tool.render(report, state, reasons))
+    return EXIT_OK if state == "READY" else EXIT_HEALTH

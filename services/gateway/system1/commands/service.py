@@ -1,0 +1,141 @@
+"""`serve`, `mcp`, `reload`, `keys` and `toggle`: running the gateway and talking to it."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from datetime import datetime, timezone
+
+from ..config import install_dir, load_config
+from . import EXIT_HEALTH, EXIT_OK, EXIT_START, client_name
+
+
+def mcp(args: argparse.Namespace) -> int:
+    from ..logs import configure_logging
+    from ..mcp import run_stdio
+
+    if not args.standalone:
+        from ..bridge import ServiceBackend
+
+        configure_logging(os.environ.get("SYSTEM1_LOG_LEVEL", "INFO").upper())
+
+        async def service_backend():
+            return ServiceBackend.from_env()
+
+        run_stdio(service_backend, client_name())
+        return EXIT_OK
+
+    config = load_config()
+    gateway_settings = config.settings.gateway
+    configure_logging(gateway_settings.log_level, gateway_settings.log_file)
+
+    async def core_backend():
+        from ..gateway import Gateway
+        from ..mcp import CoreBackend
+
+        return CoreBackend(Gateway(config))
+
+    run_stdio(core_backend, client_name())
+    return EXIT_OK
+
+
+def serve(args: argparse.Namespace) -> int:
+    import signal
+
+    import uvicorn
+
+    from ..api import create_app
+    from ..logs import configure_logging
+    from ..service import Service
+
+    service = Service()
+    settings = service.config.settings
+    configure_logging(settings.gateway.log_level, settings.gateway.log_file)
+    app = create_app(service)
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app,
+            host=args.host or settings.service.host,
+            port=args.port or settings.service.port,
+            log_config=None,
+            access_log=False,
+            timeout_graceful_shutdown=10,
+        )
+    )
+
+    async def main() -> None:
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(service.reload()))
+        await server.serve()
+
+    import asyncio
+
+    asyncio.run(main())
+    return EXIT_OK
+
+
+def reload(args: argparse.Namespace) -> int:
+    from ..bridge import ServiceBackend
+
+    backend = ServiceBackend.from_env()
+
+    async def main() -> int:
+        import httpx
+
+        try:
+            response = await backend.http.post("/v1/reload", timeout=30)
+            body = response.json()
+        except (httpx.HTTPError, ValueError) as exc:
+            print(backend._unreachable(exc), file=sys.stderr)
+            return EXIT_START
+        finally:
+            await backend.aclose()
+        if body.get("reloaded"):
+            print("reloaded the config and calibration fits")
+            return EXIT_OK
+        print("reload refused, the running config stays:", *body.get("errors", [body]), sep="\n  ", file=sys.stderr)
+        return EXIT_HEALTH
+
+    import asyncio
+
+    return asyncio.run(main())
+
+
+def keys(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from ..auth import add_key
+
+    path = args.file or load_config().settings.service.api_keys_file
+    if not path:
+        print("no keys file: set [service] api_keys_file or pass --file", file=sys.stderr)
+        return EXIT_START
+    try:
+        key = add_key(Path(path).expanduser(), args.name)
+    except ValueError as exc:
+        print(exc, file=sys.stderr)
+        return EXIT_START
+    print(f"API key for {args.name} (shown once; the file keeps only its hash):\n{key}")
+    print("Reload the service (`system1 reload`) for it to take effect.", file=sys.stderr)
+    return EXIT_OK
+
+
+def toggle(args: argparse.Namespace) -> int:
+    from ..gateway import PAUSE_FILE
+
+    pause = install_dir(os.environ) / PAUSE_FILE
+    if args.state == "off":
+        pause.parent.mkdir(parents=True, exist_ok=True)
+        pause.write_text(datetime.now(timezone.utc).isoformat(timespec="seconds") + "\n", encoding="utf-8")
+        print(f"System-1 paused: decisions abstain until `system1 toggle on` ({pause})")
+    elif args.state == "on":
+        pause.unlink(missing_ok=True)
+        print("System-1 on")
+    elif pause.exists():
+        print(f"System-1 paused since {pause.read_text(encoding='utf-8').strip()} ({pause})")
+    else:
+        print("System-1 on")
+    return EXIT_OK

@@ -1,0 +1,68 @@
+"""`outcomes` and `report`: what Claude Code transcripts say about spawns and hints."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..config import load_config
+from . import EXIT_OK, EXIT_START
+
+
+def _sessions(args: argparse.Namespace):
+    from pathlib import Path
+
+    from ..transcripts import read_sessions
+
+    projects = Path(args.projects_dir).expanduser() if args.projects_dir else Path("~/.claude/projects").expanduser()
+    if not projects.is_dir():
+        print(f"no transcripts at {projects} (use --projects-dir)", file=sys.stderr)
+        return None
+    return read_sessions(projects, args.days)
+
+
+def outcomes(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from .. import outcomes
+
+    sessions = _sessions(args)
+    if sessions is None:
+        return EXIT_START
+    verdicts = [v for session in sessions.values() for v in outcomes.judge(session.spawns)]
+    result = outcomes.summary(verdicts)
+    if args.apply:
+        log = Path(args.log).expanduser() if args.log else load_config().routing_log
+        result["applied"] = outcomes.apply(log, verdicts)
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(f"{result['spawns']} spawns: {result['failed']} failed, {result['succeeded']} succeeded")
+        print("by tier: " + ", ".join(f"{t} {n}" for t, n in sorted(result["spawns_by_tier"].items())))
+        for reason, n in sorted(result["failure_reasons"].items()):
+            print(f"  failed, {reason}: {n}")
+        for item in result["doubtful"]:
+            print(f"  doubtful: {item['tool_use_id']} {item['outcome']} ({item['reason']})")
+        if args.apply:
+            print(f"labelled {result['applied']} routing log entries")
+    return EXIT_OK
+
+
+def report(args: argparse.Namespace) -> int:
+    import json
+    from pathlib import Path
+
+    from .. import usage_report
+
+    try:
+        prices = usage_report.load_prices(Path(args.prices) if args.prices else usage_report.DEFAULT_PRICES)
+    except (OSError, ValueError) as exc:
+        print(f"system1 report: {exc}", file=sys.stderr)
+        return EXIT_START
+    sessions = _sessions(args)
+    if sessions is None:
+        return EXIT_START
+    result = usage_report.report(sessions, prices)
+    print(json.dumps(result, indent=2) if args.json else usage_report.render(result, args.days))
+    return EXIT_OK
