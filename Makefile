@@ -55,7 +55,7 @@ up: images  ## start the stack and wait until it is healthy
 	deploy/images/wait-healthy.sh system1-systemone system1-gateway system1-metrics
 	@echo "API:        http://127.0.0.1:8080  (try: curl -s 127.0.0.1:8080/v1/health)"
 	@echo "Prometheus: http://127.0.0.1:9090"
-	@echo "MCP:        docker exec -i -e SYSTEM1_CLIENT=$$USER system1-gateway system1 mcp"
+	@echo 'MCP:        docker exec -i -e SYSTEM1_CLIENT=$$USER system1-gateway system1 mcp'
 
 down:  ## stop the stack (volumes are kept; `docker volume rm` to drop them)
 	$(STACK) down --remove-orphans

@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"system1 calibrate: too few answered rows to fit ({len(answered)}); {'; '.join(problems[:3])}", file=sys.stderr)
         return EXIT_DECISION
     report = tool.results(answered, args.target_accuracy, args.folds)
-    text = tool.render(report, [str(p) for p in args.data], problems)
+    text = tool.render(report, ["standard input" if p == "-" else str(p) for p in args.data], problems)
     print(json.dumps(report, indent=2) if args.json else text)
     report_path = Path(args.report) if args.report else None
     if args.ship:
