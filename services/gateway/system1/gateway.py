@@ -31,7 +31,6 @@ from .providers.base import (
     MalformedResponse,
     Overloaded,
     Provider,
-    ProviderError,
     ProviderTimeout,
     Query,
 )
@@ -224,39 +223,41 @@ class Gateway:
             response._retry_after_s = min(retry_hints)
         return response
 
+    async def _ask(
+        self, name: str, state: Any, queries: list[Query], client: str, priority: int, timeout_s: float
+    ) -> tuple[list[Answer] | None, Outcome, str | None, int | None]:
+        """One try of one provider through its lane, bounded by `timeout_s`: checked answers, or
+        None with the failure's outcome, detail and (when turned away) retry hint."""
+        provider = self.providers[name]
+        try:
+            raws = await asyncio.wait_for(self.lanes[name].run(state, queries, client, priority, timeout_s), timeout_s)
+            answers = [check_answer(raw, q.choices, provider.model_id) for raw, q in zip(raws, queries)]
+        except Overloaded as exc:
+            return None, "error", str(exc), exc.retry_after_s
+        except (TimeoutError, ProviderTimeout) as exc:
+            return None, "timeout", str(exc) or f"no answer within {timeout_s:g} s", None
+        except MalformedResponse as exc:
+            return None, "malformed", str(exc), None
+        except EngineError as exc:
+            return None, "error", str(exc), None
+        except Exception as exc:  # an adapter bug must not take the chain down
+            logger.exception("provider %s raised unexpectedly", name)
+            return None, "error", f"internal error in the {name} adapter ({type(exc).__name__})", None
+        return answers, "ok", None, None
+
     async def _attempt(
         self, name: str, query: Query, client: str, priority: int
     ) -> tuple[Answer | None, Attempt, int | None]:
-        provider = self.providers[name]
-        timeout_s = self.config.settings.gateway.timeout_s
         started = time.perf_counter()
-        outcome: Outcome
-        retry_after_s = None
-        try:
-            answers = await asyncio.wait_for(
-                self.lanes[name].run(query.context, [query], client, priority, timeout_s), timeout_s
-            )
-            answer = check_answer(answers[0], query.choices, provider.model_id)
-        except Overloaded as exc:
-            outcome, detail, retry_after_s = "error", str(exc), exc.retry_after_s
-        except (TimeoutError, ProviderTimeout) as exc:
-            outcome, detail = "timeout", str(exc) or f"no answer within {timeout_s:g} s"
-        except ProviderError as exc:
-            outcome, detail = "error", str(exc)
-        except MalformedResponse as exc:
-            outcome, detail = "malformed", str(exc)
-        except EngineError as exc:
-            outcome, detail = "error", str(exc)
-        except Exception as exc:  # an adapter bug must not take the chain down
-            logger.exception("provider %s raised unexpectedly", name)
-            outcome, detail = "error", f"internal error in the {name} adapter ({type(exc).__name__})"
-        else:
-            latency = _ms(time.perf_counter() - started)
-            outcome = "abstained" if answer.abstain else "ok"
-            detail = answer.rationale if answer.abstain else None
-            return answer, Attempt(provider=name, outcome=outcome, latency_ms=latency, detail=detail), None
+        timeout_s = self.config.settings.gateway.timeout_s
+        answers, outcome, detail, retry_after_s = await self._ask(name, query.context, [query], client, priority, timeout_s)
         latency = _ms(time.perf_counter() - started)
-        return None, Attempt(provider=name, outcome=outcome, latency_ms=latency, detail=detail), retry_after_s
+        if answers is None:
+            return None, Attempt(provider=name, outcome=outcome, latency_ms=latency, detail=detail), retry_after_s
+        answer = answers[0]
+        outcome = "abstained" if answer.abstain else "ok"
+        detail = answer.rationale if answer.abstain else None
+        return answer, Attempt(provider=name, outcome=outcome, latency_ms=latency, detail=detail), None
 
     def _respond(
         self,
@@ -330,17 +331,15 @@ class Gateway:
         chain; each answer checked and calibrated. None when no provider answered in time."""
         if self.errors or self.paused:
             return None
-        deadline = asyncio.get_running_loop().time() + timeout_s
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
         for name in self.chain:
-            provider = self.providers[name]
-            remaining = min(deadline - asyncio.get_running_loop().time(), self.config.settings.gateway.timeout_s)
+            remaining = min(deadline - loop.time(), self.config.settings.gateway.timeout_s)
             if remaining <= 0:
                 return None
-            try:
-                raws = await asyncio.wait_for(self.lanes[name].run(state, queries, client, priority, remaining), remaining)
-                answers = [check_answer(raw, q.choices, provider.model_id) for raw, q in zip(raws, queries)]
-            except (TimeoutError, EngineError) as exc:
-                logger.info("%s did not answer %d questions: %s", name, len(queries), exc)
+            answers, outcome, detail, _ = await self._ask(name, state, queries, client, priority, remaining)
+            if answers is None:
+                logger.info("%s did not answer %d questions: %s (%s)", name, len(queries), outcome, detail)
                 continue
             result = []
             for answer, query in zip(answers, queries):

@@ -71,10 +71,13 @@ class Service:
     def ready(self) -> bool:
         return not self.gateway.errors
 
+    def _load_keys(self, config: LoadedConfig) -> None:
+        self.keys, self.key_errors = KeyRing.load(config.settings.service.api_keys_file, self.env, self.bridge_token)
+
     def _configure_edges(self, config: LoadedConfig) -> None:
         service = config.settings.service
         self.metrics.clients = frozenset(service.clients)
-        self.keys, self.key_errors = KeyRing.load(service.api_keys_file, self.env, self.bridge_token)
+        self._load_keys(config)
         if self.routing_log.path != config.routing_log:
             self.routing_log = RoutingLog(config.routing_log)
         if self.request_log is not None:
@@ -96,7 +99,7 @@ class Service:
     # -- lifecycle ---------------------------------------------------------------------------
     async def start(self) -> None:
         self.bridge_token = write_bridge_token(self.config.install_dir)
-        self._configure_edges(self.config)
+        self._load_keys(self.config)  # now with the bridge token
         self._health_task = asyncio.create_task(self._probe_forever())
 
     async def stop(self) -> None:

@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 
 from pydantic import Field
 
-from .base import Capabilities, Query, check_option_limit
+from .base import Capabilities, HealthProbe, Query, check_option_limit
 from .jev import JevOptions, JevProvider
 
 
@@ -36,11 +36,11 @@ class SystemOneProvider(JevProvider):
     def check(self, query: Query) -> None:
         check_option_limit(query, self.options.max_options, self.name)
 
-    def read_health(self, body: Any):
+    def read_health(self, body: Any) -> HealthProbe:
         probe = super().read_health(body)
         if probe.ok and isinstance(body, dict) and body.get("model"):
             extra = ", ".join(f"{k} {body[k]}" for k in ("engine", "model", "device") if body.get(k))
-            return type(probe)(True, f"{probe.detail}; {extra}")
+            return HealthProbe(True, f"{probe.detail}; {extra}")
         return probe
 
     def capabilities(self) -> Capabilities:
