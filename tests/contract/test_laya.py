@@ -9,7 +9,8 @@ import subprocess
 
 import pytest
 
-from system1.gateway import Gateway
+from system1.core.gateway import Gateway
+from system1.service.reports import health_report
 from system1.providers.base import MalformedResponse, ProviderError, Query
 from system1.providers.laya import LayaOptions, LayaProvider
 
@@ -55,7 +56,7 @@ async def test_a_decision_through_the_gateway_has_the_contracts_shape(endpoint, 
     try:
         response = await gateway.decide({"question": "What now?", "options": OPTIONS, "context": {"ci": "red twice"}})
         yes_no = await gateway.decide({"question": "Is git push --force destructive?"})
-        health = await gateway.health()
+        health = await health_report(gateway)
     finally:
         await gateway.aclose()
     assert response.status == "decided" and response.decision in OPTIONS
@@ -73,9 +74,9 @@ async def test_several_questions_in_one_pass_and_the_batch_endpoint(endpoint):
         batch = await p.decide_batch(["Rename the helper", "Design the storage layer", "Review the PR"], questions, 60)
     finally:
         await p.aclose()
-    assert many[0]["decision"] in ("yes", "no") and many[1]["decision"] in ("haiku", "sonnet", "opus")
+    assert many[0].decision in ("yes", "no") and many[1].decision in ("haiku", "sonnet", "opus")
     assert len(batch) == 3 and all(len(answers) == 2 for answers in batch)
-    assert all(a["model"] == "typed-decisions" for answers in batch for a in answers)
+    assert all(a.model == "typed-decisions" for answers in batch for a in answers)
 
 
 async def test_an_answer_from_another_checkpoint_is_malformed(endpoint):
@@ -83,7 +84,7 @@ async def test_an_answer_from_another_checkpoint_is_malformed(endpoint):
     p = laya(endpoint, model="typed")
     try:
         with pytest.raises(MalformedResponse, match="checkpoint 'typed-decisions', not the pinned 'typed'"):
-            await p.decide(Query("q?", ["a", "b"]), 60)
+            await p.decide(None, Query("q?", ["a", "b"]), 60)
     finally:
         await p.aclose()
 
@@ -93,7 +94,7 @@ async def test_auth_is_the_servers(endpoint, monkeypatch):
     p = laya(endpoint)
     try:
         with pytest.raises(ProviderError, match="HTTP 401: invalid or missing bearer token"):
-            await p.decide(Query("q?", ["a", "b"]), 60)
+            await p.decide(None, Query("q?", ["a", "b"]), 60)
     finally:
         await p.aclose()
 
@@ -109,7 +110,7 @@ async def test_the_servers_real_error_bodies_reach_the_detail(endpoint):
         with pytest.raises(ProviderError, match="HTTP 422: question 'q': unknown type 'bool'"):
             await p.engine.request("POST", "/v1/systemone", 60, bad_type, headers)
         with pytest.raises(ProviderError, match="at most 20 options"):
-            await p.decide(Query("q?", [f"o{i}" for i in range(21)]), 60)
+            await p.decide(None, Query("q?", [f"o{i}" for i in range(21)]), 60)
     finally:
         await p.aclose()
 

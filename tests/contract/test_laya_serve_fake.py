@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from system1.gateway import Gateway
+from system1.core.gateway import Gateway
+from system1.service.reports import health_report
 from system1.providers.base import ProviderError, Query
 from system1.providers.laya import LayaOptions, LayaProvider
 
@@ -41,7 +42,7 @@ async def test_a_decision_through_the_gateway(endpoint, tmp_path):
     try:
         response = await gateway.decide({"question": "Rerun or block?", "options": ["rerun", "block", "ignore"]})
         yes_no = await gateway.decide({"question": "Is rm -rf / destructive?"})
-        health = await gateway.health()
+        health = await health_report(gateway)
     finally:
         await gateway.aclose()
     # The fake backend always picks the first option with uniform probabilities.
@@ -59,8 +60,8 @@ async def test_several_questions_in_one_pass(endpoint):
             Query("Is it read-only?", ["yes", "no"], yes_no=True), Query("Which tier?", ["haiku", "sonnet", "opus"])], 10)
     finally:
         await p.aclose()
-    assert [a["decision"] for a in answers] == ["yes", "haiku"]
-    assert all(a["model"] == "typed-decisions" for a in answers)
+    assert [a.decision for a in answers] == ["yes", "haiku"]
+    assert all(a.model == "typed-decisions" for a in answers)
 
 
 async def test_a_wrong_key_is_refused_with_the_servers_message(endpoint, monkeypatch):
@@ -68,7 +69,7 @@ async def test_a_wrong_key_is_refused_with_the_servers_message(endpoint, monkeyp
     p = laya(endpoint)
     try:
         with pytest.raises(ProviderError, match="HTTP 401: Missing or invalid API key"):
-            await p.decide(Query("q?", ["a", "b"]), 10)
+            await p.decide(None, Query("q?", ["a", "b"]), 10)
     finally:
         await p.aclose()
 
@@ -77,7 +78,7 @@ async def test_a_model_the_server_does_not_know_is_its_422(endpoint):
     p = laya(endpoint, model="gpt-4")
     try:
         with pytest.raises(ProviderError, match="HTTP 422: unknown model 'gpt-4'"):
-            await p.decide(Query("q?", ["a", "b"]), 10)
+            await p.decide(None, Query("q?", ["a", "b"]), 10)
     finally:
         await p.aclose()
 
@@ -85,17 +86,17 @@ async def test_a_model_the_server_does_not_know_is_its_422(endpoint):
 async def test_auto_routing_sends_a_jev_model_name(endpoint):
     p = laya(endpoint, model="")
     try:
-        answer = await p.decide(Query("q?", ["a", "b"]), 10)
+        answer = await p.decide(None, Query("q?", ["a", "b"]), 10)
     finally:
         await p.aclose()
-    assert answer["decision"] == "a"
+    assert answer.decision == "a"
 
 
 async def test_the_option_limit_is_the_adapters(endpoint):
     p = laya(endpoint)
     try:
-        assert (await p.decide(Query("q?", [f"o{i}" for i in range(20)]), 10))["decision"] == "o0"
+        assert (await p.decide(None, Query("q?", [f"o{i}" for i in range(20)]), 10)).decision == "o0"
         with pytest.raises(ProviderError, match="at most 20 options"):
-            await p.decide(Query("q?", [f"o{i}" for i in range(21)]), 10)
+            await p.decide(None, Query("q?", [f"o{i}" for i in range(21)]), 10)
     finally:
         await p.aclose()

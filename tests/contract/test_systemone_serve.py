@@ -6,7 +6,8 @@ import sys
 
 import pytest
 
-from system1.gateway import Gateway
+from system1.core.gateway import Gateway
+from system1.service.reports import health_report
 from system1.providers.base import ProviderError, Query
 from system1.providers.systemone import SystemOneOptions, SystemOneProvider
 
@@ -41,7 +42,7 @@ async def test_a_decision_through_the_gateway_is_answered_by_minilm(endpoint, ke
     try:
         response = await gateway.decide({"question": "Which team should handle this?", "options": TEAMS,
                                          "context": {"message": "I was charged twice for my order"}})
-        health = await gateway.health()
+        health = await health_report(gateway)
     finally:
         await gateway.aclose()
     assert response.status == "decided" and response.decision == TEAMS[0]
@@ -53,10 +54,10 @@ async def test_a_decision_through_the_gateway_is_answered_by_minilm(endpoint, ke
 async def test_yes_no_goes_as_noul(endpoint, keyed):
     p = provider(endpoint)
     try:
-        answer = await p.decide(Query("Is this message about money?", ["yes", "no"], yes_no=True, context="refund my double charge"), 10)
+        answer = await p.decide("refund my double charge", Query("Is this message about money?", ["yes", "no"], yes_no=True), 10)
     finally:
         await p.aclose()
-    assert answer["decision"] in ("yes", "no") and answer["probabilities"]["yes"] + answer["probabilities"]["no"] == pytest.approx(1)
+    assert answer.decision in ("yes", "no") and answer.probabilities["yes"] + answer.probabilities["no"] == pytest.approx(1)
 
 
 async def test_several_questions_and_the_batch_endpoint(endpoint, keyed):
@@ -68,8 +69,8 @@ async def test_several_questions_and_the_batch_endpoint(endpoint, keyed):
         batch = await p.decide_batch(["refund my double charge", "the app crashes on start", "what does the pro plan cost?"], [team], 10)
     finally:
         await p.aclose()
-    assert many[0]["decision"] == TEAMS[1] and many[1]["decision"] in ("yes", "no")
-    assert [r[0]["decision"] for r in batch] == TEAMS
+    assert many[0].decision == TEAMS[1] and many[1].decision in ("yes", "no")
+    assert [r[0].decision for r in batch] == TEAMS
 
 
 async def test_a_wrong_key_is_the_engines_401(endpoint, monkeypatch):
@@ -77,7 +78,7 @@ async def test_a_wrong_key_is_the_engines_401(endpoint, monkeypatch):
     p = provider(endpoint)
     try:
         with pytest.raises(ProviderError, match="HTTP 401: missing or invalid bearer token"):
-            await p.decide(Query("q?", ["a", "b"]), 10)
+            await p.decide(None, Query("q?", ["a", "b"]), 10)
         assert not (await p.health(5)).ok
     finally:
         await p.aclose()
@@ -88,8 +89,8 @@ async def test_the_engines_own_limits_come_back_as_provider_errors(endpoint, key
     try:
         with pytest.raises(ProviderError, match="HTTP 413: at most 16 questions"):
             await p.decide_many("x", [Query(f"q{i}?", ["a", "b"]) for i in range(17)], 10)
-        assert (await p.decide(Query("q?", [f"option {i}" for i in range(256)]), 30))["decision"].startswith("option")
+        assert (await p.decide(None, Query("q?", [f"option {i}" for i in range(256)]), 30)).decision.startswith("option")
     finally:
         await p.aclose()
     with pytest.raises(ProviderError, match="at most 255 options"):
-        await provider(endpoint).decide(Query("q?", [f"o{i}" for i in range(256)]), 10)
+        await provider(endpoint).decide(None, Query("q?", [f"o{i}" for i in range(256)]), 10)

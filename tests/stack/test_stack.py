@@ -13,7 +13,7 @@ import httpx
 import pytest
 from mcp import Client, StdioServerParameters
 
-from system1.schema import DecideResponse
+from system1.core.schema import DecideResponse
 
 from .conftest import PROMETHEUS, ROOT, compose_command, health_status, wait_until
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 
-from system1.config import LoadedConfig, load_config
+from system1.core.config import LoadedConfig, load_config
 
 
 def config_in(tmp_path: Path, toml: str = "", **env: str) -> LoadedConfig:

@@ -1,27 +1,62 @@
-"""A real gateway service on a free loopback port, for tests of the HTTP front doors."""
+"""The gateway service for tests of its front doors: in process through `httpx.ASGITransport`
+(the default), or on a real loopback socket for what only sockets show (MCP over streamable
+HTTP, subprocesses, clients that hang up, signals)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import uvicorn
 
-from system1.api import create_app
-from system1.service import Service
+from system1.service.app import create_app
+from system1.service.service import Service
+
+from .helpers import config_in
+
+BASE_URL = "http://127.0.0.1"
 
 
-class _Server(uvicorn.Server):
-    def __init__(self, config: uvicorn.Config) -> None:
-        super().__init__(config)
-        self.ready = threading.Event()
+@dataclass
+class InProcess:
+    http: httpx.AsyncClient
+    transport: httpx.ASGITransport
+    service: Service
+    state_dir: Path
+    config_path: Path
 
-    async def startup(self, sockets=None) -> None:
-        await super().startup(sockets)
-        self.ready.set()
+
+@contextlib.asynccontextmanager
+async def in_process(tmp_path: Path, toml: str, **env: str) -> AsyncIterator[InProcess]:
+    """The app with its lifespan running (background probes, bridge token), no socket."""
+    service = Service(config_in(tmp_path, toml, **env))
+    app = create_app(service)
+    transport = httpx.ASGITransport(app=app)
+    async with app.router.lifespan_context(app), httpx.AsyncClient(transport=transport, base_url=BASE_URL) as http:
+        yield InProcess(http, transport, service, tmp_path / "state", tmp_path / "config.toml")
+
+
+def app_transport(tmp_path: Path, toml: str, **env: str) -> tuple[httpx.ASGITransport, Service]:
+    """A transport into the app for synchronous callers (the CLI's `main(..., transport=)`);
+    the lifespan does not run, so there are no background probes."""
+    service = Service(config_in(tmp_path, toml, **env))
+    return httpx.ASGITransport(app=create_app(service)), service
+
+
+def call(transport: httpx.ASGITransport, method: str, path: str, json: object = None) -> httpx.Response:
+    """One request through `transport`, from synchronous code."""
+
+    async def send() -> httpx.Response:
+        async with httpx.AsyncClient(transport=transport, base_url=BASE_URL) as http:
+            return await http.request(method, path, json=json)
+
+    return asyncio.run(send())
 
 
 @dataclass
@@ -34,17 +69,19 @@ class Running:
 
 @contextlib.contextmanager
 def running_service(tmp_path: Path, toml: str, **env: str) -> Iterator[Running]:
-    config_path = tmp_path / "config.toml"
-    config_path.write_text(toml, encoding="utf-8")
-    state = tmp_path / "state"
-    service = Service({"SYSTEM1_CONFIG": str(config_path), "SYSTEM1_INSTALL_DIR": str(state), **env})
-    server = _Server(uvicorn.Config(create_app(service), host="127.0.0.1", port=0, log_config=None, lifespan="on"))
-    thread = threading.Thread(target=server.run, daemon=True)
+    """A real server on a free loopback port, returned once `/healthz` answers on it."""
+    service = Service(config_in(tmp_path, toml, **env))
+    server = uvicorn.Server(uvicorn.Config(create_app(service), log_config=None, lifespan="on"))
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(128)  # connections wait in the backlog until the server accepts them
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     try:
-        assert server.ready.wait(30), "the service did not start"
-        port = server.servers[0].sockets[0].getsockname()[1]
-        yield Running(f"http://127.0.0.1:{port}", service, state, config_path)
+        assert httpx.get(f"{url}/healthz", timeout=30).status_code == 200, "the service did not start"
+        yield Running(url, service, tmp_path / "state", tmp_path / "config.toml")
     finally:
         server.should_exit = True
         thread.join(30)
+        sock.close()

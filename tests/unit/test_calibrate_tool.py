@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 
-import httpx
 import pytest
 
-from system1 import calibrate_tool
 from system1.cli import EXIT_OK, EXIT_START, main
+from system1.offline import calibrate as calibrate_tool
 
-from .service_harness import running_service
+from .service_harness import app_transport, call
 
 QUESTION = "Rerun the flaky pipeline or block the merge?"
 
@@ -72,22 +71,21 @@ def shipped(tmp_path, monkeypatch):
     fits = tmp_path / "repo" / "calibration.json"
     fits.parent.mkdir()
     fits.write_text('{"format": "system1-calibration", "version": 1, "fits": []}\n')
-    monkeypatch.setattr(calibrate_tool, "SHIPPED_FITS", fits)
+    monkeypatch.setattr("system1.core.calibration.SHIPPED_FITS", fits)
     monkeypatch.setattr(calibrate_tool, "REPORTS", tmp_path / "repo" / "reports")
     return fits
 
 
-def run(svc, monkeypatch, *args):
-    monkeypatch.setenv("SYSTEM1_GATEWAY_URL", svc.url)
-    monkeypatch.setenv("SYSTEM1_INSTALL_DIR", str(svc.state_dir))
-    return main(["calibrate", *args])
+def run(transport, tmp_path, monkeypatch, *args):
+    monkeypatch.setenv("SYSTEM1_INSTALL_DIR", str(tmp_path / "state"))
+    return main(["calibrate", *args], transport=transport)
 
 
 def test_without_write_or_ship_nothing_is_written(tmp_path, labelled, shipped, monkeypatch, capsys):
     before = shipped.read_bytes()
-    with running_service(tmp_path, '[gateway]\nprovider = "mock"\n') as svc:
-        assert run(svc, monkeypatch, str(labelled), "--json") == EXIT_OK
-        local = svc.state_dir / "calibration.json"
+    transport, _ = app_transport(tmp_path, '[gateway]\nprovider = "mock"\n')
+    assert run(transport, tmp_path, monkeypatch, str(labelled), "--json") == EXIT_OK
+    local = tmp_path / "state" / "calibration.json"
     report = json.loads(capsys.readouterr().out)
     assert report["overall"]["before"]["n"] == 16 and report["overall"]["before"]["accuracy"] == 0.75
     assert {f.get("question") or f.get("n_options") for f in report["fits"]} == {QUESTION, 2}
@@ -96,20 +94,21 @@ def test_without_write_or_ship_nothing_is_written(tmp_path, labelled, shipped, m
 
 
 def test_write_saves_local_fits_and_the_service_applies_them(tmp_path, labelled, shipped, monkeypatch, capsys):
-    with running_service(tmp_path, '[gateway]\nprovider = "mock"\nmin_confidence = 0\n') as svc:
-        assert httpx.post(f"{svc.url}/v1/decide", json={"question": QUESTION, "options": ["rerun", "block"]}).json()["calibrated"] is False
-        assert run(svc, monkeypatch, str(labelled), "--write") == EXIT_OK
-        answer = httpx.post(f"{svc.url}/v1/decide", json={"question": QUESTION, "options": ["rerun", "block"]}).json()
-        local = json.loads((svc.state_dir / "calibration.json").read_text())
+    transport, _ = app_transport(tmp_path, '[gateway]\nprovider = "mock"\nmin_confidence = 0\n')
+    request = {"question": QUESTION, "options": ["rerun", "block"]}
+    assert call(transport, "POST", "/v1/decide", request).json()["calibrated"] is False
+    assert run(transport, tmp_path, monkeypatch, str(labelled), "--write") == EXIT_OK
+    answer = call(transport, "POST", "/v1/decide", request).json()
+    local = json.loads((tmp_path / "state" / "calibration.json").read_text())
     assert answer["calibrated"] is True and answer["confidence"] == pytest.approx(0.75, abs=0.02)
     assert {f["provider"] for f in local["fits"]} == {"mock"}
     assert json.loads(shipped.read_text())["fits"] == []
 
 
 def test_ship_writes_the_shipped_fits_and_the_report(tmp_path, labelled, shipped, monkeypatch, capsys):
-    with running_service(tmp_path, '[gateway]\nprovider = "mock"\n') as svc:
-        assert run(svc, monkeypatch, str(labelled), "--ship") == EXIT_OK
-        local = svc.state_dir / "calibration.json"
+    transport, _ = app_transport(tmp_path, '[gateway]\nprovider = "mock"\n')
+    assert run(transport, tmp_path, monkeypatch, str(labelled), "--ship") == EXIT_OK
+    local = tmp_path / "state" / "calibration.json"
     fits = json.loads(shipped.read_text())["fits"]
     assert [f.get("question") for f in fits] == [QUESTION, None] and not local.exists()
     report = (tmp_path / "repo" / "reports" / "mock-mock.md").read_text()

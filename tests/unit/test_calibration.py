@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from system1.calibration import Calibrator, FitsFile, temper
+from system1.core.calibration import Calibrator, FitsFile, temper
 
 
 def test_temperature_one_changes_nothing():

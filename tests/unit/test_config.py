@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from system1.config import load_config
+from system1.core.config import load_config
 
 from .helpers import config_in
 
@@ -170,7 +170,7 @@ def test_install_dir_comes_from_the_environment(tmp_path):
 
 
 def test_the_example_config_is_valid_and_documents_every_key(tmp_path):
-    from system1.config import SECTIONS
+    from system1.core.config import SECTIONS
     from system1.providers import REGISTRY
     from system1.providers.base import ProviderOptions
 

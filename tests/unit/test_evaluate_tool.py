@@ -7,10 +7,10 @@ import json
 import pytest
 
 from system1.cli import EXIT_HEALTH, main
-from system1.evaluate_tool import Bars, FeatureAnswer, assess, verdict
+from system1.offline.evaluate import Bars, FeatureAnswer, assess, verdict
 from system1.routing.features import FEATURES
 
-from .service_harness import running_service
+from .service_harness import app_transport
 
 
 def answers(read_only="no", design="no", review="no", specified="no", confidence=0.9):
@@ -84,10 +84,9 @@ def test_the_command_asks_the_engine_and_prints_the_verdict(tmp_path, monkeypatc
         {"prompt": "Design the cache", "outcome": "failed", "outcome_tier": "sonnet", **labels(design="yes")},
         {"prompt": "not labelled, skipped"},
     ]) + "\n")
-    with running_service(tmp_path, '[gateway]\nprovider = "mock"\n') as svc:
-        monkeypatch.setenv("SYSTEM1_GATEWAY_URL", svc.url)
-        monkeypatch.setenv("SYSTEM1_INSTALL_DIR", str(svc.state_dir))
-        code = main(["evaluate", "--log", str(log), "--json", "--min-failures", "1"])
+    transport, _ = app_transport(tmp_path, '[gateway]\nprovider = "mock"\n')
+    monkeypatch.setenv("SYSTEM1_INSTALL_DIR", str(tmp_path / "state"))
+    code = main(["evaluate", "--log", str(log), "--json", "--min-failures", "1"], transport=transport)
     report = json.loads(capsys.readouterr().out)
     # The mock says "yes" to everything with confidence 0.9.
     assert report["features"]["specified"]["accuracy"] == 0.5 and report["features"]["design"]["accuracy"] == 0.5

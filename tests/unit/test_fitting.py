@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from system1.calibration import temper
-from system1.fitting import (
+from system1.core.calibration import temper
+from system1.offline.fitting import (
     Answered,
     auroc,
     brier,
@@ -94,7 +94,7 @@ def test_folds_partition_the_rows():
 
 
 def test_cross_validation_never_measures_a_row_with_a_fit_that_saw_it(monkeypatch):
-    import system1.fitting as fitting
+    import system1.offline.fitting as fitting
 
     rows = synthetic(2.0, count=40)
     seen_by_fit: list[set[int]] = []

@@ -7,9 +7,10 @@ import logging
 import anyio
 import pytest
 
-from system1.calibration import Calibrator, Fit, Source
-from system1.gateway import Gateway
-from system1.providers.base import Capabilities, HealthProbe, Provider, Query
+from system1.core.calibration import Calibrator, Fit, Source
+from system1.core.gateway import Gateway
+from system1.providers.base import Capabilities, EngineAnswer, HealthProbe, OneQuestionProvider, Query
+from system1.service.reports import capabilities_report, health_report
 
 from .helpers import config_in
 
@@ -41,7 +42,7 @@ def without_timings(envelope: dict) -> dict:
 
 async def test_mock_answers_the_seed_example_with_the_seed_response(tmp_path):
     response = await gateway(tmp_path).decide({**SEED_REQUEST, "request_id": "demo-1"})
-    assert without_timings(response.model_dump(mode="json")) == SEED_RESPONSE
+    assert without_timings(response.envelope_json()) == SEED_RESPONSE
 
 
 async def test_a_request_id_is_generated_when_omitted(tmp_path):
@@ -77,20 +78,20 @@ async def test_the_request_threshold_overrides_the_configured_one(tmp_path):
     assert (await lenient.decide({**SEED_REQUEST, "min_confidence": 0.9})).status == "decided"
 
 
-class Scripted(Provider):
+class Scripted(OneQuestionProvider):
     """A provider that answers from a script, to drive the chain through each outcome."""
 
     name = "scripted"
 
     def __init__(self, behaviour, name: str = "scripted") -> None:
-        super().__init__(Provider.Options())
+        super().__init__(OneQuestionProvider.Options())
         self.behaviour = behaviour
         self.name = name
         self.calls = 0
 
-    async def decide(self, query: Query, timeout_s: float):
+    async def decide_one(self, state, query: Query, timeout_s: float) -> EngineAnswer:
         self.calls += 1
-        return await self.behaviour(query)
+        return EngineAnswer.from_mapping(await self.behaviour(query))
 
     async def health(self, timeout_s: float) -> HealthProbe:
         return HealthProbe(True, "scripted")
@@ -222,7 +223,7 @@ async def test_the_paused_state_abstains_and_says_so(tmp_path):
     response = await g.decide(SEED_REQUEST)
     assert response.status == "abstained" and "paused" in response.rationale
     assert response.attempts == []
-    assert (await g.health())["status"] == "paused"
+    assert (await health_report(g))["status"] == "paused"
 
 
 async def test_a_matching_fit_calibrates_without_changing_the_winner(tmp_path):
@@ -245,24 +246,24 @@ async def test_a_fit_for_another_model_is_ignored(tmp_path):
 
 async def test_health_is_ok_degraded_or_down_by_the_chain(tmp_path):
     base = '[providers.laya]\nendpoint = "http://127.0.0.1:9"\n'
-    ok = await gateway(tmp_path, '[gateway]\nprovider = "mock"\nfallback = ["laya"]\n' + base).health()
+    ok = await health_report(gateway(tmp_path, '[gateway]\nprovider = "mock"\nfallback = ["laya"]\n' + base))
     assert ok["status"] == "ok"
     assert [(p["name"], p["role"], p["ok"]) for p in ok["providers"]] == [("mock", "primary", True), ("laya", "fallback", False)]
-    degraded = await gateway(tmp_path, '[gateway]\nprovider = "laya"\nfallback = ["mock"]\n' + base).health()
+    degraded = await health_report(gateway(tmp_path, '[gateway]\nprovider = "laya"\nfallback = ["mock"]\n' + base))
     assert degraded["status"] == "degraded"
-    down = await gateway(tmp_path, '[gateway]\nprovider = "laya"\n' + base).health()
+    down = await health_report(gateway(tmp_path, '[gateway]\nprovider = "laya"\n' + base))
     assert down["status"] == "down" and "127.0.0.1:9" in down["providers"][0]["detail"]
 
 
 async def test_health_of_a_broken_config_is_down_with_the_errors(tmp_path):
-    health = await gateway(tmp_path, '[gateway]\nbogus = 1\n').health()
+    health = await health_report(gateway(tmp_path, '[gateway]\nbogus = 1\n'))
     assert health["status"] == "down"
     assert health["config_errors"] == [f"{tmp_path / 'config.toml'}: [gateway] bogus: unknown key"]
     assert health["schema_version"] == "1" and health["gateway_version"]
 
 
 async def test_capabilities_describe_the_chain_limits_and_schemas(tmp_path):
-    caps = gateway(tmp_path, '[gateway]\nprovider = "mock"\n[providers.mock]\nmax_options = 4\n').capabilities()
+    caps = capabilities_report(gateway(tmp_path, '[gateway]\nprovider = "mock"\n[providers.mock]\nmax_options = 4\n'))
     assert caps["tools"] == ["system1_decide", "system1_health", "system1_capabilities"]
     assert caps["provider"] == "mock" and caps["fallback"] == []
     assert caps["providers"]["mock"]["max_options"] == 4
@@ -272,13 +273,13 @@ async def test_capabilities_describe_the_chain_limits_and_schemas(tmp_path):
 
 
 async def test_one_log_line_per_decision_with_the_request_id_and_question_only_at_debug(tmp_path, caplog):
-    from system1.logs import _RequestIdFilter
+    from system1.core.logs import _RequestIdFilter
 
     caplog.handler.addFilter(_RequestIdFilter())
     g = gateway(tmp_path)
     with caplog.at_level(logging.INFO, logger="system1"):
         await g.decide({**SEED_REQUEST, "request_id": "rid-7"})
-    lines = [r for r in caplog.records if r.name == "system1.gateway"]
+    lines = [r for r in caplog.records if r.name == "system1.core.gateway"]
     assert len(lines) == 1 and lines[0].request_id == "rid-7"
     assert "status=decided" in lines[0].getMessage()
     assert SEED_REQUEST["question"] not in caplog.text
@@ -286,4 +287,4 @@ async def test_one_log_line_per_decision_with_the_request_id_and_question_only_a
     with caplog.at_level(logging.DEBUG, logger="system1"):
         await g.decide({**SEED_REQUEST, "request_id": "rid-8"})
     assert SEED_REQUEST["question"] in caplog.text
-    assert all(r.request_id == "rid-8" for r in caplog.records if r.name == "system1.gateway")
+    assert all(r.request_id == "rid-8" for r in caplog.records if r.name == "system1.core.gateway")

@@ -69,10 +69,10 @@ async def test_local_calls_ignore_a_system_proxy(engine_port, monkeypatch):
     monkeypatch.setenv("ALL_PROXY", "http://127.0.0.1:9")
     provider = SystemOneProvider(SystemOneOptions(endpoint=f"http://127.0.0.1:{engine_port}"))
     try:
-        answer = await provider.decide(Query("q", ["a", "b"]), 5)
+        answer = await provider.decide(None, Query("q", ["a", "b"]), 5)
     finally:
         await provider.aclose()
-    assert answer["decision"] == "a" and answer["model"] == "real"
+    assert answer.decision == "a" and answer.model == "real"
 
 
 def test_engine_messages_are_read_from_the_common_shapes_and_shortened():

@@ -7,8 +7,8 @@ import asyncio
 import anyio
 import pytest
 
-from system1.events import Observer
-from system1.lanes import BATCH, INTERACTIVE, Lane
+from system1.core.events import Observer
+from system1.core.lanes import BATCH, INTERACTIVE, Lane
 from system1.providers.base import Capabilities, HealthProbe, Overloaded, Provider, ProviderOptions, Query
 
 pytestmark = pytest.mark.anyio

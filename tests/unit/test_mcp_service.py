@@ -16,7 +16,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from system1.auth import hash_key
+from system1.service.auth import hash_key
 
 from .service_harness import running_service
 

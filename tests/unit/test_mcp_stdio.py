@@ -12,8 +12,9 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from system1.gateway import Gateway
-from system1.mcp import CoreBackend, build_server
+from system1.core.gateway import Gateway
+from system1.service.mcp import build_server
+from system1.service.standalone import CoreBackend
 
 from .helpers import config_in
 

@@ -8,9 +8,9 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from system1.cli import main
-from system1.outcomes import apply, judge, summary
-from system1.transcripts import read_sessions
-from system1.usage_report import DEFAULT_PRICES, load_prices, report
+from system1.offline.outcomes import apply, judge, summary
+from system1.offline.transcripts import read_sessions
+from system1.offline.usage import DEFAULT_PRICES, load_prices, report
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
 SECRET = "the confidential merger codename is BLUEHERON"

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import logging
 
 import httpx
 import pytest
 
-from system1.gateway import Gateway
+from system1.core.gateway import Gateway
+from system1.service.reports import health_report
 from system1.providers.anthropic import AnthropicOptions, AnthropicProvider
-from system1.providers.base import MalformedResponse, ProviderError, ProviderTimeout, Query
+from system1.providers.base import EngineAnswer, MalformedResponse, ProviderError, ProviderTimeout, Query
 
 from .helpers import FakeWire, config_in, json_reply
 
@@ -37,7 +39,7 @@ def key(monkeypatch):
 
 async def test_the_decision_is_a_forced_choose_call_with_options_in_a_cached_system_block(key):
     wire = FakeWire(json_reply(tool_reply()))
-    answer = await anthropic(wire).decide(QUERY, 5)
+    answer = await anthropic(wire).decide(None, QUERY, 5)
     request, body = wire.requests[0], wire.bodies[0]
     assert str(request.url) == "https://api.anthropic.com/v1/messages"
     assert request.headers["x-api-key"] == KEY and request.headers["anthropic-version"] == "2023-06-01"
@@ -49,20 +51,20 @@ async def test_the_decision_is_a_forced_choose_call_with_options_in_a_cached_sys
     schema = body["tools"][0]["input_schema"]["properties"]
     assert schema["choices"]["items"]["enum"] == QUERY.choices and schema["choices"]["maxItems"] == 3
     assert body["messages"] == [{"role": "user", "content": QUERY.question}]
-    assert answer == {
+    assert answer == EngineAnswer(**{
         "decision": "block the merge", "confidence": 0.85, "probabilities": None,
         "rationale": "anthropic claude-haiku-5-5: best first: block the merge > rerun the pipeline",
         "model": "claude-haiku-5-5",
-    }
+    })
 
 
 async def test_the_key_is_read_on_every_call(monkeypatch):
     wire = FakeWire(json_reply(tool_reply()))
     provider = anthropic(wire)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "first")
-    await provider.decide(QUERY, 5)
+    await provider.decide(None, QUERY, 5)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "second")
-    await provider.decide(QUERY, 5)
+    await provider.decide(None, QUERY, 5)
     assert [r.headers["x-api-key"] for r in wire.requests] == ["first", "second"]
 
 
@@ -70,7 +72,7 @@ async def test_without_a_key_the_call_is_a_provider_error_and_nothing_is_sent(mo
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     wire = FakeWire(json_reply(tool_reply()))
     with pytest.raises(ProviderError, match="ANTHROPIC_API_KEY is not set"):
-        await anthropic(wire).decide(QUERY, 5)
+        await anthropic(wire).decide(None, QUERY, 5)
     assert wire.requests == []
 
 
@@ -82,16 +84,16 @@ async def test_the_key_never_reaches_responses_errors_or_logs(key, tmp_path, cap
     gateway = Gateway(config, providers={"anthropic": anthropic(FakeWire(echo_key))})
     with caplog.at_level(logging.DEBUG):
         response = await gateway.decide({"question": "q?", "options": ["a", "b"]})
-        health = await gateway.health()
+        health = await health_report(gateway)
     assert response.error.code.value == "provider_error" and "HTTP 401" in response.error.message
-    assert KEY not in response.model_dump_json()
+    assert KEY not in json.dumps(response.envelope_json())
     assert KEY not in str(health) and KEY not in caplog.text
 
 
 async def test_a_redirect_is_refused_so_the_key_goes_nowhere_else(key):
     wire = FakeWire(lambda request: httpx.Response(307, headers={"location": "https://elsewhere.example/v1/messages"}))
     with pytest.raises(ProviderError, match="redirect refused"):
-        await anthropic(wire).decide(QUERY, 5)
+        await anthropic(wire).decide(None, QUERY, 5)
     assert len(wire.requests) == 1
 
 
@@ -105,7 +107,7 @@ async def test_a_redirect_is_refused_so_the_key_goes_nowhere_else(key):
 )
 async def test_a_reply_without_a_usable_choose_call_is_malformed(key, reply):
     with pytest.raises(MalformedResponse):
-        await anthropic(FakeWire(json_reply(reply))).decide(QUERY, 5)
+        await anthropic(FakeWire(json_reply(reply))).decide(None, QUERY, 5)
 
 
 async def test_an_invented_option_is_caught_by_the_gateway_check(key, tmp_path):
@@ -120,7 +122,7 @@ async def test_timeouts_are_typed(key):
         raise httpx.ReadTimeout("slow", request=request)
 
     with pytest.raises(ProviderTimeout):
-        await anthropic(FakeWire(stall)).decide(QUERY, 0.5)
+        await anthropic(FakeWire(stall)).decide(None, QUERY, 0.5)
 
 
 def test_the_endpoint_must_be_https_except_on_loopback():

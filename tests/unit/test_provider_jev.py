@@ -34,7 +34,7 @@ def systemone(wire, **options) -> SystemOneProvider:
 
 async def test_von_sends_each_option_as_its_own_description_and_reports_its_probability():
     wire = FakeWire(json_reply(choice_reply()))
-    answer = await von(wire).decide(QUERY, 5)
+    answer = await von(wire).decide(None, QUERY, 5)
     assert wire.requests[0].url.path == "/v1/systemone" and wire.requests[0].url.port == 8777
     assert wire.bodies[0] == {
         "model": "von-1.3",
@@ -42,39 +42,39 @@ async def test_von_sends_each_option_as_its_own_description_and_reports_its_prob
         "questions": {"q0": {"type": "choice", "instructions": QUERY.question,
                              "criteria": {o: o for o in QUERY.choices}}},
     }
-    assert answer["decision"] == "billing: charges, refunds"
-    assert answer["confidence"] == 0.8  # the option's probability, not Von's margin (0.6)
-    assert answer["model"] == "von-1.3"
+    assert answer.decision == "billing: charges, refunds"
+    assert answer.confidence == 0.8  # the option's probability, not Von's margin (0.6)
+    assert answer.model == "von-1.3"
 
 
 async def test_von_yes_no_is_a_noul_read_from_the_raw_probability():
     wire = FakeWire(json_reply({"model": "von-1.3.0", "answers": {"q0": {"type": "noul", "noul": 0.83, "noul_raw": 0.8}}}))
-    answer = await von(wire).decide(YES_NO, 5)
+    answer = await von(wire).decide(None, YES_NO, 5)
     assert wire.bodies[0]["questions"]["q0"] == {"type": "noul", "instructions": YES_NO.question}
-    assert answer["decision"] == "yes"
-    assert answer["probabilities"] == pytest.approx({"yes": 0.8, "no": 0.2})
-    assert answer["confidence"] == pytest.approx(0.8)
+    assert answer.decision == "yes"
+    assert answer.probabilities == pytest.approx({"yes": 0.8, "no": 0.2})
+    assert answer.confidence == pytest.approx(0.8)
 
 
 async def test_a_noul_without_raw_value_uses_noul_and_picks_no_below_one_half():
     wire = FakeWire(json_reply({"model": "openjev", "answers": {"q0": {"type": "noul", "noul": 0.25}}}))
-    answer = await systemone(wire).decide(YES_NO, 5)
-    assert answer["decision"] == "no" and answer["confidence"] == 0.75
+    answer = await systemone(wire).decide(None, YES_NO, 5)
+    assert answer.decision == "no" and answer.confidence == 0.75
 
 
 async def test_systemone_sends_model_only_when_set_and_keys_calibration_by_the_answered_model():
     wire = FakeWire(json_reply(choice_reply(model="lfm2-d1")))
-    answer = await systemone(wire).decide(QUERY, 5)
+    answer = await systemone(wire).decide(None, QUERY, 5)
     assert "model" not in wire.bodies[0] and wire.requests[0].url.port == 8790
-    assert answer["model"] == "lfm2-d1"
-    await systemone(wire, model="minilm").decide(QUERY, 5)
+    assert answer.model == "lfm2-d1"
+    await systemone(wire, model="minilm").decide(None, QUERY, 5)
     assert wire.bodies[1]["model"] == "minilm"
 
 
 async def test_systemone_honours_the_servers_option_limit():
     wire = FakeWire(json_reply(choice_reply()))
     with pytest.raises(ProviderError, match="at most 3 options"):
-        await systemone(wire, max_options=3).decide(Query("q", ["a", "b", "c", "d"]), 5)
+        await systemone(wire, max_options=3).decide(None, Query("q", ["a", "b", "c", "d"]), 5)
     assert wire.requests == [] and systemone(wire).capabilities().max_options == 255
 
 
@@ -86,7 +86,7 @@ async def test_several_questions_share_one_pass_and_come_back_in_order():
     wire = FakeWire(json_reply(reply))
     answers = await systemone(wire).decide_many("payout failed with a 500", [QUERY, YES_NO], 5)
     assert len(wire.requests) == 1 and wire.bodies[0]["state"] == "payout failed with a 500"
-    assert [a["decision"] for a in answers] == ["technical: bugs", "yes"]
+    assert [a.decision for a in answers] == ["technical: bugs", "yes"]
 
 
 async def test_a_missing_answer_is_malformed():
@@ -99,19 +99,19 @@ async def test_a_missing_answer_is_malformed():
 async def test_a_noul_outside_the_unit_interval_is_malformed(noul):
     wire = FakeWire(json_reply({"model": "m", "answers": {"q0": {"type": "noul", "noul": noul}}}))
     with pytest.raises(MalformedResponse):
-        await systemone(wire).decide(YES_NO, 5)
+        await systemone(wire).decide(None, YES_NO, 5)
 
 
 async def test_von_engine_exceptions_arrive_as_422_and_become_provider_errors():
     wire = FakeWire(json_reply({"detail": "Failed to load Option-Marker decision weights"}, 422))
     with pytest.raises(ProviderError, match="HTTP 422: Failed to load Option-Marker"):
-        await von(wire).decide(QUERY, 5)
+        await von(wire).decide(None, QUERY, 5)
 
 
 async def test_llama_server_validation_errors_become_provider_errors():
     body = {"error": {"type": "unprocessable_entity_error", "message": "at most 255 are supported"}}
     with pytest.raises(ProviderError, match="at most 255 are supported"):
-        await systemone(FakeWire(json_reply(body, 422))).decide(QUERY, 5)
+        await systemone(FakeWire(json_reply(body, 422))).decide(None, QUERY, 5)
 
 
 async def test_transport_failures_and_timeouts_are_typed():
@@ -122,15 +122,15 @@ async def test_transport_failures_and_timeouts_are_typed():
         raise httpx.ConnectTimeout("timed out", request=request)
 
     with pytest.raises(ProviderError):
-        await von(FakeWire(refuse)).decide(QUERY, 5)
+        await von(FakeWire(refuse)).decide(None, QUERY, 5)
     with pytest.raises(ProviderTimeout):
-        await systemone(FakeWire(stall)).decide(QUERY, 0.2)
+        await systemone(FakeWire(stall)).decide(None, QUERY, 0.2)
 
 
 async def test_the_bearer_token_is_sent_when_the_environment_has_one(monkeypatch):
     monkeypatch.setenv("SYSTEM1_SYSTEMONE_API_KEY", "tok")
     wire = FakeWire(json_reply(choice_reply()))
-    await systemone(wire).decide(QUERY, 5)
+    await systemone(wire).decide(None, QUERY, 5)
     assert wire.requests[0].headers["authorization"] == "Bearer tok"
 
 
@@ -164,7 +164,7 @@ async def test_a_batch_goes_to_the_batch_endpoint_with_one_state_per_request():
     answers = await systemone(wire, batch=True).decide_batch(["rm -rf /", "ls -la", None], [YES_NO], 5)
     assert wire.requests[0].url.path == "/v1/systemone/batch"
     assert wire.bodies[0]["states"] == ["rm -rf /", "ls -la", YES_NO.question]
-    assert [a[0]["decision"] for a in answers] == ["yes", "no", "no"]
+    assert [a[0].decision for a in answers] == ["yes", "no", "no"]
 
 
 async def test_a_batch_reply_with_the_wrong_number_of_results_is_malformed():

@@ -13,10 +13,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from system1.routing.router import logged_dir, silence_reason
+from system1.routing.hook import silence_reason
+from system1.routing.log import logged_dir
 from system1.routing.rule import tier
 
-from .service_harness import running_service
+from .service_harness import in_process, running_service
 
 HOOK = Path(__file__).parents[2] / "plugin" / "hooks" / "system1_hook.py"
 LONG = "Please design the storage layer for the new audit trail and compare the two options we discussed"
@@ -78,14 +79,15 @@ def config(tmp_path, enabled=True, hint=True, threshold="", skills="", mock=""):
             f'log_dirs = ["{tmp_path}/repo"]\n{threshold}\n{skills}\n[providers.mock]\n{mock}\n')
 
 
-def post(svc, **event):
-    return httpx.post(f"{svc.url}/v1/route", json={"hook_event_name": "UserPromptSubmit", **event}).json()
+async def post(svc, **event):
+    return (await svc.http.post("/v1/route", json={"hook_event_name": "UserPromptSubmit", **event})).json()
 
 
-def test_a_confident_engine_gives_the_hint_and_the_log_records_it(tmp_path):
-    with running_service(tmp_path, config(tmp_path)) as svc:
-        answer = post(svc, prompt=LONG, cwd=f"{tmp_path}/repo/sub", session_id="s1")
-        outside = post(svc, prompt=LONG, cwd=f"{tmp_path}/repo-other")
+@pytest.mark.anyio
+async def test_a_confident_engine_gives_the_hint_and_the_log_records_it(tmp_path):
+    async with in_process(tmp_path, config(tmp_path)) as svc:
+        answer = await post(svc, prompt=LONG, cwd=f"{tmp_path}/repo/sub", session_id="s1")
+        outside = await post(svc, prompt=LONG, cwd=f"{tmp_path}/repo-other")
         log = svc.service.config.routing_log
     # The mock answers "yes" to every feature: design → opus.
     assert answer["tier"] == "opus" and "opus" in answer["context"] and answer["silent"] is None
@@ -95,37 +97,41 @@ def test_a_confident_engine_gives_the_hint_and_the_log_records_it(tmp_path):
     assert set(entries[0]["features"]) == {"read_only", "design", "review", "specified"} and entries[0]["hinted"] is True
 
 
-def test_no_hint_unless_every_feature_clears_the_threshold(tmp_path):
-    with running_service(tmp_path, config(tmp_path, threshold="min_confidence = 0.95")) as svc:
-        answer = post(svc, prompt=LONG, cwd="/elsewhere")
+@pytest.mark.anyio
+async def test_no_hint_unless_every_feature_clears_the_threshold(tmp_path):
+    async with in_process(tmp_path, config(tmp_path, threshold="min_confidence = 0.95")) as svc:
+        answer = await post(svc, prompt=LONG, cwd="/elsewhere")
     assert answer["context"] is None and "not sure enough" in answer["silent"] and answer["tier"] == "opus"
 
 
-def test_record_only_when_hint_is_false_and_silent_when_disabled_or_paused(tmp_path):
-    with running_service(tmp_path, config(tmp_path, hint=False)) as svc:
-        record_only = post(svc, prompt=LONG, cwd=f"{tmp_path}/repo")
+@pytest.mark.anyio
+async def test_record_only_when_hint_is_false_and_silent_when_disabled_or_paused(tmp_path):
+    async with in_process(tmp_path, config(tmp_path, hint=False)) as svc:
+        record_only = await post(svc, prompt=LONG, cwd=f"{tmp_path}/repo")
         svc.service.gateway.pause_file.parent.mkdir(parents=True, exist_ok=True)
         svc.service.gateway.pause_file.write_text("now")
-        paused = post(svc, prompt=LONG)
+        paused = await post(svc, prompt=LONG)
         assert len(svc.service.config.routing_log.read_text().splitlines()) == 1
         svc.service.gateway.pause_file.unlink()
     assert record_only["context"] is None and record_only["silent"] == "record only (hint = false)"
     assert paused["silent"] == "paused"
-    with running_service(tmp_path, config(tmp_path, enabled=False)) as svc:
-        assert post(svc, prompt=LONG)["silent"] == "routing and the skill picker are off"
+    async with in_process(tmp_path, config(tmp_path, enabled=False)) as svc:
+        assert (await post(svc, prompt=LONG))["silent"] == "routing and the skill picker are off"
 
 
-def test_an_engine_failure_is_silent(tmp_path):
-    with running_service(tmp_path, config(tmp_path, mock='fail = "down"')) as svc:
-        answer = post(svc, prompt=LONG)
+@pytest.mark.anyio
+async def test_an_engine_failure_is_silent(tmp_path):
+    async with in_process(tmp_path, config(tmp_path, mock='fail = "down"')) as svc:
+        answer = await post(svc, prompt=LONG)
     assert answer["context"] is None and "failed" in answer["silent"]
 
 
-def test_agent_spawns_are_recorded_next_to_the_chosen_model(tmp_path):
-    with running_service(tmp_path, config(tmp_path)) as svc:
-        answer = httpx.post(f"{svc.url}/v1/route", json={
+@pytest.mark.anyio
+async def test_agent_spawns_are_recorded_next_to_the_chosen_model(tmp_path):
+    async with in_process(tmp_path, config(tmp_path)) as svc:
+        answer = (await svc.http.post("/v1/route", json={
             "hook_event_name": "PreToolUse", "tool_name": "Agent", "tool_use_id": "toolu_1", "cwd": f"{tmp_path}/repo",
-            "tool_input": {"prompt": "Review the migration script for data loss", "subagent_type": "reviewer", "model": "sonnet"}}).json()
+            "tool_input": {"prompt": "Review the migration script for data loss", "subagent_type": "reviewer", "model": "sonnet"}})).json()
         entry = json.loads(svc.service.config.routing_log.read_text())
     assert answer["context"] is None
     assert (entry["source"], entry["chosen"], entry["subagent_type"], entry["tool_use_id"]) == ("agent", "sonnet", "reviewer", "toolu_1")
@@ -135,14 +141,15 @@ SKILLS = [{"name": "pdf", "description": "fill and read PDF forms"}, {"name": "x
           {"name": "deploy", "description": "release to production", "disable-model-invocation": True}]
 
 
-def test_the_skill_picker_hints_when_sure_and_is_dormant_when_the_list_is_too_long(tmp_path):
+@pytest.mark.anyio
+async def test_the_skill_picker_hints_when_sure_and_is_dormant_when_the_list_is_too_long(tmp_path):
     skills = "[skills]\nenabled = true\nhint = true\n"
-    with running_service(tmp_path, config(tmp_path, enabled=False, skills=skills)) as svc:
-        picked = post(svc, prompt=LONG, skills=SKILLS)
+    async with in_process(tmp_path, config(tmp_path, enabled=False, skills=skills)) as svc:
+        picked = await post(svc, prompt=LONG, skills=SKILLS)
     assert picked["skill"]["name"] == "pdf" and "`pdf` skill" in picked["context"]
-    with running_service(tmp_path, config(tmp_path, enabled=False, skills=skills, mock="max_options = 2")) as svc:
+    async with in_process(tmp_path, config(tmp_path, enabled=False, skills=skills, mock="max_options = 2")) as svc:
         many = [{"name": f"s{i}", "description": f"skill {i}"} for i in range(3)]
-        dormant = post(svc, prompt=LONG, skills=many)
+        dormant = await post(svc, prompt=LONG, skills=many)
     assert dormant["context"] is None and dormant["skill"]["silent"].startswith("dormant: 3 skills")
 
 

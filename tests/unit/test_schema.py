@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from system1.schema import (
+from system1.core.schema import (
     SCHEMA_DIR,
     DecideResponse,
     RequestError,

@@ -7,8 +7,12 @@ import argparse
 import importlib
 import sys
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from .commands import EXIT_DECISION, EXIT_HEALTH, EXIT_OK, EXIT_START
+
+if TYPE_CHECKING:
+    import httpx
 
 __all__ = ["EXIT_DECISION", "EXIT_HEALTH", "EXIT_OK", "EXIT_START", "main", "parser"]
 
@@ -23,22 +27,25 @@ def command(module: str, name: str = "run") -> Callable[[argparse.Namespace], in
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="system1", description="System-1 Gateway")
     commands = top.add_subparsers(dest="command", required=True)
+    # Every command that talks to a running service takes --url.
+    service = argparse.ArgumentParser(add_help=False)
+    service.add_argument("--url", help="the gateway service (default: $SYSTEM1_GATEWAY_URL, else http://127.0.0.1:8080)")
 
     serve = commands.add_parser("serve", help="run the gateway service (REST, /mcp, metrics)")
     serve.add_argument("--host", help="bind address (default: [service] host)")
     serve.add_argument("--port", type=int, help="port (default: [service] port)")
     serve.set_defaults(func=command("service", "serve"))
 
-    reload = commands.add_parser("reload", help="make the running service re-read its config and fits")
+    reload = commands.add_parser("reload", parents=[service], help="make the running service re-read its config and fits")
     reload.set_defaults(func=command("service", "reload"))
 
-    keys = commands.add_parser("keys", help="add an API key for a client")
+    keys = commands.add_parser("keys", parents=[service], help="add an API key for a client (and reload the service)")
     keys.add_argument("action", choices=["add"])
     keys.add_argument("name", help="the client the key names")
     keys.add_argument("--file", help="keys file (default: [service] api_keys_file)")
     keys.set_defaults(func=command("service", "keys"))
 
-    calibrate = commands.add_parser("calibrate", help="fit temperatures on labelled decisions, asked live")
+    calibrate = commands.add_parser("calibrate", parents=[service], help="fit temperatures on labelled decisions, asked live")
     calibrate.add_argument("data", nargs="+", help="JSONL files of {question, options, context, label}")
     calibrate.add_argument("--target-accuracy", type=float, default=0.8, help="for the recommended threshold")
     calibrate.add_argument("--folds", type=int, default=5, help="cross-validation folds for the held-out figures")
@@ -49,7 +56,7 @@ def parser() -> argparse.ArgumentParser:
     where.add_argument("--ship", action="store_true", help="save the fits into the repository's shipped fits, with the report")
     calibrate.set_defaults(func=command("calibrate"))
 
-    evaluate = commands.add_parser("evaluate", help="read-only: is the engine ready to route? READY or NOT READY")
+    evaluate = commands.add_parser("evaluate", parents=[service], help="read-only: is the engine ready to route? READY or NOT READY")
     evaluate.add_argument("--log", help="routing log (default: [routing] log_file)")
     evaluate.add_argument("--threshold", type=float, help="routing threshold (default: [routing] min_confidence)")
     evaluate.add_argument("--min-feature-accuracy", type=float, default=0.85)
@@ -73,7 +80,7 @@ def parser() -> argparse.ArgumentParser:
     report.add_argument("--json", action="store_true")
     report.set_defaults(func=command("transcripts", "report"))
 
-    hook = commands.add_parser("hook", help="debug the routing hook")
+    hook = commands.add_parser("hook", parents=[service], help="debug the routing hook")
     hook.add_argument("action", choices=["route"])
     hook.add_argument("--prompt", help="the prompt (default: standard input)")
     hook.add_argument("--cwd", help="the working directory the hook would report (default: this one)")
@@ -83,7 +90,7 @@ def parser() -> argparse.ArgumentParser:
     mcp.add_argument("--standalone", action="store_true", help="run the gateway core in this process")
     mcp.set_defaults(func=command("service", "mcp"))
 
-    smoke = commands.add_parser("smoke", help="start the MCP server as a client does and check it")
+    smoke = commands.add_parser("smoke", parents=[service], help="start the MCP server as a client does and check it")
     smoke.add_argument("--command", help="server command line (default: this Python's `system1 mcp`)")
     smoke.add_argument("--standalone", action="store_true", help="start the default command with --standalone")
     smoke.add_argument("--question", help="also ask one decision")
@@ -97,8 +104,11 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, transport: httpx.AsyncBaseTransport | None = None) -> int:
+    """Run one command; `transport` carries the commands' calls to the service (tests pass the
+    app in process)."""
     args = parser().parse_args(argv)
+    args.transport = transport
     if getattr(args, "options", None) and not getattr(args, "question", None):
         parser().error("--options needs --question")
     return int(args.func(args) or 0)

@@ -1,11 +1,44 @@
-"""The `system1` subcommands, one module per family; `cli.py` holds the parser."""
+"""The `system1` subcommands, one module per family; `cli.py` holds the parser.
+
+Commands that talk to a running service do it through `service.client.ServiceClient`, with
+`talk_to_service`: the gateway is `--url` (else `SYSTEM1_GATEWAY_URL`), an unreachable one is
+one line naming it and why, and the gateway that answered is named on stderr.
+"""
 
 from __future__ import annotations
 
+import argparse
+import asyncio
 import os
+import sys
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..service.client import ServiceClient
 
 EXIT_OK, EXIT_START, EXIT_HEALTH, EXIT_DECISION = 0, 1, 2, 3
 
 
 def client_name() -> str:
     return os.environ.get("SYSTEM1_CLIENT") or "local"
+
+
+def talk_to_service(args: argparse.Namespace, work: Callable[[ServiceClient], Awaitable[int]]) -> int:
+    """Run `work` with a client of the service named by `args`; its exit code, or EXIT_START
+    when the gateway gave no usable answer."""
+    from ..service.client import GatewayError, ServiceClient
+
+    client = ServiceClient.from_env(url=args.url, transport=getattr(args, "transport", None))
+
+    async def main() -> int:
+        async with client:
+            return await work(client)
+
+    try:
+        code = asyncio.run(main())
+    except GatewayError as exc:
+        print(f"system1 {args.command}: {exc}", file=sys.stderr)
+        return EXIT_START
+    print(f"gateway: {client.url}", file=sys.stderr)
+    return code

@@ -3,22 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from pathlib import Path
 
-from ..config import load_config
-from . import EXIT_HEALTH, EXIT_OK, EXIT_START
+from . import EXIT_HEALTH, EXIT_OK, EXIT_START, talk_to_service
 
 
 def run(args: argparse.Namespace) -> int:
-    import asyncio
-    import json
-    from pathlib import Path
-
-    import httpx
-
-    from .. import evaluate_tool as tool
-    from ..bridge import ServiceBackend
+    from ..core.config import load_config
+    from ..offline import evaluate as tool
     from ..routing.features import FEATURES
+    from ..service.client import ServiceClient
 
     config = load_config()
     log = Path(args.log).expanduser() if args.log else config.routing_log
@@ -30,35 +26,25 @@ def run(args: argparse.Namespace) -> int:
     routing, gateway = config.settings.routing, config.settings.gateway
     threshold = args.threshold if args.threshold is not None else (
         routing.min_confidence if routing.min_confidence is not None else gateway.min_confidence)
-    backend = ServiceBackend.from_env()
-    headers = {"X-System1-Priority": "batch", "X-System1-Client": "evaluate"}
 
-    async def ask() -> list[dict[str, tool.FeatureAnswer]]:
-        answers = []
-        try:
-            for entry in entries:
-                found = {}
-                for name, question in FEATURES.items():
-                    body = {"question": question, "context": {"prompt": entry["prompt"]}, "min_confidence": 0}
-                    reply = (await backend.http.post("/v1/decide", json=body, headers=headers)).json()
-                    if reply.get("probabilities") and reply.get("confidence") is not None:
-                        p = reply["probabilities"]
-                        answer = reply.get("decision") or max(p, key=p.get)
-                        found[name] = tool.FeatureAnswer(answer, reply["confidence"], p.get("yes", 0.0))
-                answers.append(found)
-        finally:
-            await backend.aclose()
-        return answers
+    async def work(service: ServiceClient) -> int:
+        answers: list[dict[str, tool.FeatureAnswer]] = []
+        for entry in entries:
+            found = {}
+            for name, question in FEATURES.items():
+                body = {"question": question, "context": {"prompt": entry["prompt"]}, "min_confidence": 0}
+                reply = (await service.decide(body, client="evaluate", batch=True)).envelope
+                if reply.get("probabilities") and reply.get("confidence") is not None:
+                    p = reply["probabilities"]
+                    answer = reply.get("decision") or max(p, key=p.get)
+                    found[name] = tool.FeatureAnswer(answer, reply["confidence"], p.get("yes", 0.0))
+            answers.append(found)
+        report = tool.assess(entries, answers, threshold)
+        state, reasons = tool.verdict(report, tool.Bars(args.min_feature_accuracy, args.min_safety, args.min_failures))
+        if args.json:
+            print(json.dumps({**report, "verdict": state, "reasons": reasons}, indent=2))
+        else:
+            print(tool.render(report, state, reasons))
+        return EXIT_OK if state == "READY" else EXIT_HEALTH
 
-    try:
-        answers = asyncio.run(ask())
-    except httpx.HTTPError as exc:
-        print(f"system1 evaluate: {backend._unreachable(exc)}", file=sys.stderr)
-        return EXIT_START
-    report = tool.assess(entries, answers, threshold)
-    state, reasons = tool.verdict(report, tool.Bars(args.min_feature_accuracy, args.min_safety, args.min_failures))
-    if args.json:
-        print(json.dumps({**report, "verdict": state, "reasons": reasons}, indent=2))
-    else:
-        print(tool.render(report, state, reasons))
-    return EXIT_OK if state == "READY" else EXIT_HEALTH
+    return talk_to_service(args, work)

@@ -6,22 +6,27 @@ import argparse
 import os
 import sys
 from datetime import datetime, timezone
+from typing import TYPE_CHECKING
 
-from ..config import install_dir, load_config
-from . import EXIT_HEALTH, EXIT_OK, EXIT_START, client_name
+from ..core.config import install_dir, load_config
+from . import EXIT_HEALTH, EXIT_OK, EXIT_START, client_name, talk_to_service
+
+if TYPE_CHECKING:
+    from ..service.client import ServiceClient
 
 
 def mcp(args: argparse.Namespace) -> int:
-    from ..logs import configure_logging
-    from ..mcp import run_stdio
+    from ..core.logs import configure_logging
+    from ..service.mcp import run_stdio
 
     if not args.standalone:
-        from ..bridge import ServiceBackend
+        from ..service.bridge import ServiceBackend
+        from ..service.client import ServiceClient
 
         configure_logging(os.environ.get("SYSTEM1_LOG_LEVEL", "INFO").upper())
 
-        async def service_backend():
-            return ServiceBackend.from_env()
+        async def service_backend() -> ServiceBackend:
+            return ServiceBackend(ServiceClient.from_env())
 
         run_stdio(service_backend, client_name())
         return EXIT_OK
@@ -31,8 +36,8 @@ def mcp(args: argparse.Namespace) -> int:
     configure_logging(gateway_settings.log_level, gateway_settings.log_file)
 
     async def core_backend():
-        from ..gateway import Gateway
-        from ..mcp import CoreBackend
+        from ..core.gateway import Gateway
+        from ..service.standalone import CoreBackend
 
         return CoreBackend(Gateway(config))
 
@@ -41,21 +46,21 @@ def mcp(args: argparse.Namespace) -> int:
 
 
 def serve(args: argparse.Namespace) -> int:
+    import asyncio
     import signal
 
     import uvicorn
 
-    from ..api import create_app
-    from ..logs import configure_logging
-    from ..service import Service
+    from ..core.logs import configure_logging
+    from ..service.app import create_app
+    from ..service.service import Service
 
     service = Service()
     settings = service.config.settings
     configure_logging(settings.gateway.log_level, settings.gateway.log_file)
-    app = create_app(service)
     server = uvicorn.Server(
         uvicorn.Config(
-            app,
+            create_app(service),
             host=args.host or settings.service.host,
             port=args.port or settings.service.port,
             log_config=None,
@@ -65,49 +70,32 @@ def serve(args: argparse.Namespace) -> int:
     )
 
     async def main() -> None:
-        import asyncio
-
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(service.reload()))
         await server.serve()
-
-    import asyncio
 
     asyncio.run(main())
     return EXIT_OK
 
 
+async def _reload(service: ServiceClient) -> int:
+    body = await service.reload()
+    if body.get("reloaded"):
+        print("reloaded the config and calibration fits")
+        return EXIT_OK
+    print("reload refused, the running config stays:", *body.get("errors", [body]), sep="\n  ", file=sys.stderr)
+    return EXIT_HEALTH
+
+
 def reload(args: argparse.Namespace) -> int:
-    from ..bridge import ServiceBackend
-
-    backend = ServiceBackend.from_env()
-
-    async def main() -> int:
-        import httpx
-
-        try:
-            response = await backend.http.post("/v1/reload", timeout=30)
-            body = response.json()
-        except (httpx.HTTPError, ValueError) as exc:
-            print(backend._unreachable(exc), file=sys.stderr)
-            return EXIT_START
-        finally:
-            await backend.aclose()
-        if body.get("reloaded"):
-            print("reloaded the config and calibration fits")
-            return EXIT_OK
-        print("reload refused, the running config stays:", *body.get("errors", [body]), sep="\n  ", file=sys.stderr)
-        return EXIT_HEALTH
-
-    import asyncio
-
-    return asyncio.run(main())
+    return talk_to_service(args, _reload)
 
 
 def keys(args: argparse.Namespace) -> int:
+    """Add a key to the keys file, then have the running service read it."""
     from pathlib import Path
 
-    from ..auth import add_key
+    from ..service.auth import add_key
 
     path = args.file or load_config().settings.service.api_keys_file
     if not path:
@@ -119,12 +107,13 @@ def keys(args: argparse.Namespace) -> int:
         print(exc, file=sys.stderr)
         return EXIT_START
     print(f"API key for {args.name} (shown once; the file keeps only its hash):\n{key}")
-    print("Reload the service (`system1 reload`) for it to take effect.", file=sys.stderr)
+    if talk_to_service(args, _reload) != EXIT_OK:
+        print("The key takes effect when the service next starts or reloads (`system1 reload`).", file=sys.stderr)
     return EXIT_OK
 
 
 def toggle(args: argparse.Namespace) -> int:
-    from ..gateway import PAUSE_FILE
+    from ..core.gateway import PAUSE_FILE
 
     pause = install_dir(os.environ) / PAUSE_FILE
     if args.state == "off":

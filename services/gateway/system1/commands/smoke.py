@@ -21,6 +21,10 @@ def run(args: argparse.Namespace) -> int:
     if args.standalone and not args.command:
         command.append("--standalone")
     _line("START", "", shlex.join(command))
+    if not args.standalone:
+        from ..service.client import default_url
+
+        _line("GATEWAY", "", f"{args.url or default_url()} (for a bridge started by this command)")
     try:
         return anyio.run(_smoke, command, args)
     except TimeoutError:
@@ -32,7 +36,10 @@ async def _smoke(command: list[str], args: argparse.Namespace) -> int:
     import anyio
     from mcp import Client, StdioServerParameters
 
-    params = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
+    env = dict(os.environ)
+    if args.url:
+        env["SYSTEM1_GATEWAY_URL"] = args.url
+    params = StdioServerParameters(command=command[0], args=command[1:], env=env)
     with anyio.fail_after(args.timeout):
         try:
             client = Client(params, mode="legacy")
@@ -58,7 +65,7 @@ async def _smoke(command: list[str], args: argparse.Namespace) -> int:
             )
             errors = "; ".join(health.get("config_errors", []))
             verdict = {"ok": "OK", "degraded": "WARN"}.get(str(status), "FAIL")
-            _line("HEALTH", verdict, f"{status}; {errors or probes or 'no providers'}")
+            _line("HEALTH", verdict, f"{status}; {errors or probes or health.get('detail') or 'no providers'}")
             if verdict == "FAIL":
                 return EXIT_HEALTH
             if args.question:

@@ -5,14 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..config import load_config
+from ..core.config import load_config
 from . import EXIT_OK, EXIT_START
 
 
 def _sessions(args: argparse.Namespace):
     from pathlib import Path
 
-    from ..transcripts import read_sessions
+    from ..offline.transcripts import read_sessions
 
     projects = Path(args.projects_dir).expanduser() if args.projects_dir else Path("~/.claude/projects").expanduser()
     if not projects.is_dir():
@@ -25,7 +25,7 @@ def outcomes(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from .. import outcomes
+    from ..offline import outcomes
 
     sessions = _sessions(args)
     if sessions is None:
@@ -53,7 +53,7 @@ def report(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from .. import usage_report
+    from ..offline import usage as usage_report
 
     try:
         prices = usage_report.load_prices(Path(args.prices) if args.prices else usage_report.DEFAULT_PRICES)

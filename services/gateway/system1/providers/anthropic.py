@@ -11,7 +11,6 @@ billed per token.
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any, ClassVar
 
@@ -20,12 +19,14 @@ from pydantic import field_validator
 
 from .base import (
     Capabilities,
+    EngineAnswer,
     HealthProbe,
     MalformedResponse,
-    Provider,
+    OneQuestionProvider,
     ProviderError,
     ProviderOptions,
     Query,
+    context_text,
 )
 from .http import HttpEngine, check_endpoint, make_client
 
@@ -71,7 +72,7 @@ def choose_tool(options: list[str]) -> dict[str, Any]:
     }
 
 
-class AnthropicProvider(Provider):
+class AnthropicProvider(OneQuestionProvider):
     name = "anthropic"
     Options: ClassVar[type[AnthropicOptions]] = AnthropicOptions
     secret_env = (KEY_ENV,)
@@ -84,14 +85,14 @@ class AnthropicProvider(Provider):
     def headers(self) -> dict[str, str]:
         key = os.environ.get(KEY_ENV, "")
         if not key:
-            raise ProviderError(f"anthropic: {KEY_ENV} is not set")
+            raise ProviderError(f"anthropic: {KEY_ENV} is not set", provider=self.name)
         return {"x-api-key": key, "anthropic-version": API_VERSION}
 
-    def body(self, query: Query) -> dict[str, Any]:
+    def body(self, query: Query, state: Any = None) -> dict[str, Any]:
         listed = "\n".join(f"- {option}" for option in query.choices)
         user = query.question
-        if query.context not in (None, {}, ""):
-            context = query.context if isinstance(query.context, str) else json.dumps(query.context, ensure_ascii=False)
+        context = context_text(state)
+        if context is not None:
             user += f"\n\nContext: {context}"
         return {
             "model": self.options.model,
@@ -108,8 +109,8 @@ class AnthropicProvider(Provider):
             "messages": [{"role": "user", "content": user}],
         }
 
-    async def decide(self, query: Query, timeout_s: float) -> Any:
-        reply = await self.engine.request("POST", "/v1/messages", timeout_s, self.body(query), self.headers())
+    async def decide_one(self, state: Any, query: Query, timeout_s: float) -> EngineAnswer:
+        reply = await self.engine.request("POST", "/v1/messages", timeout_s, self.body(query, state), self.headers())
         content = reply.get("content") if isinstance(reply, dict) else None
         use = next(
             (b for b in content or [] if isinstance(b, dict) and b.get("type") == "tool_use" and b.get("name") == TOOL),
@@ -121,13 +122,8 @@ class AnthropicProvider(Provider):
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], str):
             raise MalformedResponse("anthropic `choose` call has no choices")
         model = str(reply.get("model") or self.options.model)
-        return {
-            "decision": choices[0],
-            "confidence": use["input"].get("confidence"),
-            "probabilities": None,
-            "rationale": f"anthropic {model}: best first: {' > '.join(map(str, choices[:3]))}",
-            "model": self.options.model,
-        }
+        rationale = f"anthropic {model}: best first: {' > '.join(map(str, choices[:3]))}"
+        return EngineAnswer(choices[0], use["input"].get("confidence"), None, rationale, self.options.model)
 
     async def health(self, timeout_s: float) -> HealthProbe:
         try:

@@ -1,6 +1,8 @@
-"""The adapter contract every engine implements, and the errors adapters raise.
+"""The adapter contract every engine implements, the answer it returns, and its errors.
 
-Error tree (adapters translate their client's exceptions into these, once, with `from exc`):
+Error tree (adapters translate their client's exceptions into these, once, with `from exc`);
+each carries the provider, the engine URL without credentials and the HTTP status when there
+is one, so callers match on fields, never on message text:
 
     EngineError              any failure of one attempt
     ├── ProviderError        transport failure, an engine error status, a request the engine
@@ -9,18 +11,19 @@ Error tree (adapters translate their client's exceptions into these, once, with 
     ├── ProviderTimeout      the engine did not answer in time: outcome `timeout`
     └── MalformedResponse    a reply the adapter cannot read: outcome `malformed`
 
-An adapter answers with a plain mapping, checked by the gateway (not by the adapter):
-
-    {"decision": str, "confidence": float, "probabilities": {option: p} | None,
-     "rationale": str, "model": str}
-    or {"abstain": True, "rationale": str}
+An adapter answers each question with an `EngineAnswer`; the gateway checks it against the
+question with `check_answer` (not the adapter), so a wrong answer is `malformed` whatever the
+engine.
 """
 
 from __future__ import annotations
 
 import abc
 import asyncio
-from dataclasses import dataclass, field
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 import httpx
@@ -30,14 +33,21 @@ from pydantic import BaseModel, ConfigDict, Field
 class EngineError(Exception):
     """Base of the errors one attempt can end with."""
 
+    def __init__(self, message: str, *, provider: str | None = None, url: str | None = None,
+                 status: int | None = None) -> None:
+        super().__init__(message)
+        self.provider = provider
+        self.url = url  # without credentials
+        self.status = status
+
 
 class ProviderError(EngineError):
     pass
 
 
 class Overloaded(ProviderError):
-    def __init__(self, message: str, retry_after_s: int) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, retry_after_s: int, *, provider: str | None = None) -> None:
+        super().__init__(message, provider=provider)
         self.retry_after_s = retry_after_s
 
 
@@ -51,12 +61,70 @@ class MalformedResponse(EngineError):
 
 @dataclass(frozen=True)
 class Query:
-    """One question as the adapters see it: `choices` are never empty (yes/no filled in)."""
+    """One question as the adapters see it: `choices` are never empty (yes/no filled in). The
+    text it is asked about (the state) travels beside it, once for all questions of a pass."""
 
     question: str
     choices: list[str]
     yes_no: bool = False
-    context: Any = None
+
+
+@dataclass(frozen=True)
+class EngineAnswer:
+    """One engine's answer to one question. Fields are as the engine gave them until
+    `check_answer` has passed them."""
+
+    decision: Any = None
+    confidence: Any = None
+    probabilities: Any = None
+    rationale: str | None = None
+    model: str = ""
+    abstain: bool = False
+
+    @classmethod
+    def abstained(cls, rationale: str, model: str = "") -> EngineAnswer:
+        return cls(rationale=rationale, model=model, abstain=True)
+
+    @classmethod
+    def from_mapping(cls, raw: Any) -> EngineAnswer:
+        """An answer given as a JSON object (`decision`, `confidence`, ... or `abstain`)."""
+        if not isinstance(raw, Mapping):
+            raise MalformedResponse(f"answer is not an object but {type(raw).__name__}")
+        rationale = raw.get("rationale")
+        return cls(raw.get("decision"), raw.get("confidence"), raw.get("probabilities"),
+                   None if rationale is None else str(rationale), str(raw.get("model") or ""),
+                   raw.get("abstain") is True)
+
+
+def _unit_number(value: Any) -> bool:
+    return (
+        not isinstance(value, bool)
+        and isinstance(value, (int, float))
+        and math.isfinite(value)
+        and 0.0 <= value <= 1.0
+    )
+
+
+def check_answer(answer: Any, query: Query, default_model: str) -> EngineAnswer:
+    """The answer with its numbers as floats and its model named; `MalformedResponse` when it
+    is not an answer to `query`."""
+    if not isinstance(answer, EngineAnswer):
+        raise MalformedResponse(f"answer is not an EngineAnswer but {type(answer).__name__}")
+    model = answer.model or default_model
+    if answer.abstain:
+        return replace(answer, decision=None, confidence=None, probabilities=None, model=model)
+    decision, confidence, probabilities = answer.decision, answer.confidence, answer.probabilities
+    if not isinstance(decision, str) or decision not in query.choices:
+        raise MalformedResponse(f"decision {decision!r:.80} is not one of the options")
+    if not _unit_number(confidence):
+        raise MalformedResponse(f"confidence {confidence!r:.40} is not a number in [0, 1]")
+    if probabilities is not None:
+        if not isinstance(probabilities, Mapping) or not all(
+            option in query.choices and _unit_number(p) for option, p in probabilities.items()
+        ):
+            raise MalformedResponse("probabilities must map options to numbers in [0, 1]")
+        probabilities = {option: float(p) for option, p in probabilities.items()}
+    return replace(answer, confidence=float(confidence), probabilities=probabilities, model=model)
 
 
 @dataclass(frozen=True)
@@ -100,7 +168,9 @@ class ProviderOptions(BaseModel):
 
 
 class Provider(abc.ABC):
-    """One engine. Subclasses set `name` and `Options` and implement `decide` and `health`."""
+    """One engine. Subclasses set `name` and `Options` and implement `decide_many` (or, for
+    engines that take one question per call, derive from `OneQuestionProvider`), `health` and
+    `capabilities`."""
 
     name: ClassVar[str]
     Options: ClassVar[type[ProviderOptions]] = ProviderOptions
@@ -117,27 +187,19 @@ class Provider(abc.ABC):
         return str(getattr(self.options, "model", "") or self.name)
 
     @abc.abstractmethod
-    async def decide(self, query: Query, timeout_s: float) -> Any:
-        """Answer one question; pass `timeout_s` to every I/O call."""
+    async def decide_many(self, state: Any, queries: list[Query], timeout_s: float) -> list[EngineAnswer]:
+        """Answer every question about one text (`state`, None for none); pass `timeout_s` to
+        every I/O call."""
 
-    async def decide_many(self, state: Any, queries: list[Query], timeout_s: float) -> list[Any]:
-        """Answer several questions about one text (`state`); engines that can override this
-        with one pass. A single question keeps its own context when `state` is None."""
-        if len(queries) == 1 and state is None:
-            return [await self.decide(queries[0], timeout_s)]
-        answers = []
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_s
-        for query in queries:
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                raise ProviderTimeout(f"{len(answers)} of {len(queries)} questions answered in time")
-            answers.append(await self.decide(Query(query.question, query.choices, query.yes_no, state), remaining))
-        return answers
+    async def decide(self, state: Any, query: Query, timeout_s: float) -> EngineAnswer:
+        """One question about `state`."""
+        return (await self.decide_many(state, [query], timeout_s))[0]
 
-    async def decide_batch(self, states: list[Any], queries: list[Query], timeout_s: float) -> list[list[Any]]:
+    async def decide_batch(
+        self, states: list[Any], queries: list[Query], timeout_s: float
+    ) -> list[list[EngineAnswer]]:
         """The same questions about several texts, in one pass where `capabilities().batch`."""
-        raise ProviderError(f"{self.name} has no batch endpoint")
+        raise ProviderError(f"{self.name} has no batch endpoint", provider=self.name)
 
     @abc.abstractmethod
     async def health(self, timeout_s: float) -> HealthProbe:
@@ -152,11 +214,40 @@ class Provider(abc.ABC):
             await self._client.aclose()
 
 
+class OneQuestionProvider(Provider):
+    """An engine that answers one question per call: several questions become several calls
+    within the one deadline."""
+
+    @abc.abstractmethod
+    async def decide_one(self, state: Any, query: Query, timeout_s: float) -> EngineAnswer:
+        """Answer one question about `state`."""
+
+    async def decide_many(self, state: Any, queries: list[Query], timeout_s: float) -> list[EngineAnswer]:
+        answers: list[EngineAnswer] = []
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        for query in queries:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                raise ProviderTimeout(f"{len(answers)} of {len(queries)} questions answered in time",
+                                      provider=self.name)
+            answers.append(await self.decide_one(state, query, remaining))
+        return answers
+
+
 def check_option_limit(query: Query, limit: int | None, provider: str) -> None:
     if limit is not None and len(query.choices) > limit:
         raise ProviderError(
-            f"{provider} takes at most {limit} options; this question has {len(query.choices)}"
+            f"{provider} takes at most {limit} options; this question has {len(query.choices)}",
+            provider=provider,
         )
+
+
+def context_text(state: Any) -> str | None:
+    """The judged text as a chat model reads it, or None when there is none."""
+    if state in (None, {}, ""):
+        return None
+    return state if isinstance(state, str) else json.dumps(state, ensure_ascii=False)
 
 
 def shares_rationale(label: str, probabilities: dict[str, float], top: int = 5) -> str:

@@ -5,7 +5,7 @@
   through a system proxy; only remote https may use one, as a CONNECT tunnel.
 - Redirects are never followed, so credentials only reach the configured endpoint.
 - httpx exceptions become `ProviderTimeout` / `ProviderError` / `MalformedResponse` here and
-  nowhere else.
+  nowhere else, carrying the provider, the engine URL without credentials and the status.
 """
 
 from __future__ import annotations
@@ -33,18 +33,26 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def redact_url(url: str) -> str:
+    """`url` without any user name or password, for logs, errors and health."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]).geturl()
+
+
 def check_endpoint(url: str, allow_remote: bool, *, require_https_remote: bool = False) -> str:
     """Return the endpoint without a trailing slash, or raise ValueError saying what is wrong."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError(f"endpoint {url!r} is not an http(s) URL")
+        raise ValueError(f"endpoint {redact_url(url)!r} is not an http(s) URL")
     loopback = is_loopback(parts.hostname)
     if not loopback and not allow_remote:
         raise ValueError(
-            f"endpoint {url!r} is not on loopback; set allow_remote = true to use a remote engine"
+            f"endpoint {redact_url(url)!r} is not on loopback; set allow_remote = true to use a remote engine"
         )
     if require_https_remote and not loopback and parts.scheme != "https":
-        raise ValueError(f"endpoint {url!r} must use https (plain http only on loopback)")
+        raise ValueError(f"endpoint {redact_url(url)!r} must use https (plain http only on loopback)")
     return url.rstrip("/")
 
 
@@ -94,6 +102,7 @@ class HttpEngine:
         self.client = client
         self.endpoint = endpoint
         self.label = label
+        self.where = redact_url(endpoint)
 
     async def request(
         self,
@@ -104,22 +113,22 @@ class HttpEngine:
         headers: dict[str, str] | None = None,
     ) -> Any:
         url = self.endpoint + path
+        context = {"provider": self.label, "url": self.where + path}
         try:
             response = await self.client.request(
                 method, url, json=body, headers=headers, timeout=timeout_s
             )
         except httpx.TimeoutException as exc:
-            raise ProviderTimeout(f"{self.label}: no answer within {timeout_s:g} s") from exc
+            raise ProviderTimeout(f"{self.label}: no answer within {timeout_s:g} s", **context) from exc
         except httpx.HTTPError as exc:
             reason = type(exc).__name__
-            raise ProviderError(f"{self.label}: {reason} reaching {self.endpoint}") from exc
+            raise ProviderError(f"{self.label}: {reason} reaching {self.where}", **context) from exc
+        status = response.status_code
         if response.is_redirect:
-            raise ProviderError(f"{self.label}: HTTP {response.status_code} redirect refused")
-        if response.status_code >= 300:
-            raise ProviderError(
-                f"{self.label}: HTTP {response.status_code}: {engine_message(response)}"
-            )
+            raise ProviderError(f"{self.label}: HTTP {status} redirect refused", status=status, **context)
+        if status >= 300:
+            raise ProviderError(f"{self.label}: HTTP {status}: {engine_message(response)}", status=status, **context)
         try:
             return response.json()
         except ValueError as exc:
-            raise MalformedResponse(f"{self.label}: reply is not JSON") from exc
+            raise MalformedResponse(f"{self.label}: reply is not JSON", status=status, **context) from exc

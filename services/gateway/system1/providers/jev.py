@@ -16,6 +16,7 @@ import httpx
 
 from .base import (
     Capabilities,
+    EngineAnswer,
     HealthProbe,
     MalformedResponse,
     Provider,
@@ -122,7 +123,7 @@ class JevProvider(Provider):
             raise MalformedResponse(f"{self.name}: no probability for the chosen option {choice!r}")
         return shares[choice]
 
-    def read_answer(self, answer: Any, query: Query, model: str, where: str) -> dict[str, Any]:
+    def read_answer(self, answer: Any, query: Query, model: str, where: str) -> EngineAnswer:
         if query.yes_no and self.yes_no_as_noul:
             p_yes = read_noul(answer, where)
             shares = {"yes": p_yes, "no": 1.0 - p_yes}
@@ -131,15 +132,9 @@ class JevProvider(Provider):
         else:
             choice, shares = read_choice(answer, query, where)
             confidence = self.confidence(answer, choice, shares)
-        return {
-            "decision": choice,
-            "confidence": confidence,
-            "probabilities": shares,
-            "rationale": shares_rationale(f"{self.name} {model}", shares),
-            "model": model,
-        }
+        return EngineAnswer(choice, confidence, shares, shares_rationale(f"{self.name} {model}", shares), model)
 
-    def read_reply(self, reply: Any, queries: list[Query]) -> list[dict[str, Any]]:
+    def read_reply(self, reply: Any, queries: list[Query]) -> list[EngineAnswer]:
         if not isinstance(reply, dict) or not isinstance(reply.get("answers"), dict):
             raise MalformedResponse(f"{self.name}: reply has no 'answers' object")
         model = self.answered_model(reply)
@@ -153,15 +148,12 @@ class JevProvider(Provider):
         return results
 
     # -- contract ----------------------------------------------------------------------------
-    async def decide(self, query: Query, timeout_s: float) -> Any:
-        return (await self.decide_many(query.context, [query], timeout_s))[0]
-
-    async def decide_many(self, state: Any, queries: list[Query], timeout_s: float) -> list[Any]:
+    async def decide_many(self, state: Any, queries: list[Query], timeout_s: float) -> list[EngineAnswer]:
         body = {**self.model_field(), "state": state_of(state, queries), "questions": self.questions(queries)}
         reply = await self.engine.request("POST", "/v1/systemone", timeout_s, body, self.headers())
         return self.read_reply(reply, queries)
 
-    async def decide_batch(self, states: list[Any], queries: list[Query], timeout_s: float) -> list[list[Any]]:
+    async def decide_batch(self, states: list[Any], queries: list[Query], timeout_s: float) -> list[list[EngineAnswer]]:
         """`POST /v1/systemone/batch`: several states under one set of questions, one pass."""
         if not self.capabilities().batch:
             return await super().decide_batch(states, queries, timeout_s)
@@ -173,7 +165,8 @@ class JevProvider(Provider):
         reply = await self.engine.request("POST", "/v1/systemone/batch", timeout_s, body, self.headers())
         results = reply.get("results") if isinstance(reply, dict) else None
         if not isinstance(results, list) or len(results) != len(states):
-            raise MalformedResponse(f"{self.name}: batch reply has no 'results' for each of {len(states)} states")
+            raise MalformedResponse(f"{self.name}: batch reply has no 'results' for each of {len(states)} states",
+                                    provider=self.name, url=self.engine.where)
         return [self.read_reply(result, queries) for result in results]
 
     async def health(self, timeout_s: float) -> HealthProbe:
@@ -185,7 +178,7 @@ class JevProvider(Provider):
 
     def read_health(self, body: Any) -> HealthProbe:
         status = body.get("status", "ok") if isinstance(body, dict) else "ok"
-        return HealthProbe(status == "ok", f"{self.name} at {self.options.endpoint}: {status}")
+        return HealthProbe(status == "ok", f"{self.name} at {self.engine.where}: {status}")
 
     def capabilities(self) -> Capabilities:
         return Capabilities(

@@ -21,7 +21,7 @@ from __future__ import annotations
 import unicodedata
 from typing import Any, ClassVar
 
-from .base import Capabilities, HealthProbe, MalformedResponse, ProviderError, Query, check_option_limit
+from .base import Capabilities, EngineAnswer, HealthProbe, MalformedResponse, ProviderError, Query, check_option_limit
 from .jev import JevOptions, JevProvider
 
 MAX_OPTIONS = 20
@@ -74,7 +74,8 @@ class LayaProvider(JevProvider):
             return self.options.model or str(reply.get("model") or AUTO_ROUTE)
         if self.options.model and answered != self.options.model:
             raise MalformedResponse(
-                f"laya answered with checkpoint {answered!r}, not the pinned {self.options.model!r}"
+                f"laya answered with checkpoint {answered!r}, not the pinned {self.options.model!r}",
+                provider=self.name, url=self.engine.where,
             )
         return str(answered)
 
@@ -100,18 +101,18 @@ class LayaProvider(JevProvider):
             'Latin; use model = "multilingual" for such text'
         )
 
-    async def decide_many(self, state: Any, queries: list[Query], timeout_s: float) -> list[Any]:
+    async def decide_many(self, state: Any, queries: list[Query], timeout_s: float) -> list[EngineAnswer]:
         reason = self._foreign_text(state, queries)
         if reason is None:
             return await super().decide_many(state, queries, timeout_s)
         self.questions(queries)  # the option limit still applies
-        return [{"abstain": True, "rationale": reason} for _ in queries]
+        return [EngineAnswer.abstained(reason) for _ in queries]
 
-    async def decide_batch(self, states: list[Any], queries: list[Query], timeout_s: float) -> list[list[Any]]:
+    async def decide_batch(self, states: list[Any], queries: list[Query], timeout_s: float) -> list[list[EngineAnswer]]:
         reasons = [self._foreign_text(state, queries) for state in states]
         sent = [i for i, reason in enumerate(reasons) if reason is None]
         answered = await super().decide_batch([states[i] for i in sent], queries, timeout_s) if sent else []
-        results: list[list[Any]] = [[{"abstain": True, "rationale": r} for _ in queries] for r in reasons]
+        results: list[list[EngineAnswer]] = [[EngineAnswer.abstained(r) for _ in queries] if r else [] for r in reasons]
         for index, answers in zip(sent, answered):
             results[index] = answers
         self.questions(queries)
@@ -121,7 +122,7 @@ class LayaProvider(JevProvider):
         try:
             body = await self.engine.request("GET", "/health", timeout_s, headers=self.headers())
         except ProviderError as exc:
-            if "HTTP 404" not in str(exc):
+            if exc.status != 404:
                 return HealthProbe(False, str(exc))
             try:  # laya-serve 0.2.1 serves /healthz instead
                 body = await self.engine.request("GET", "/healthz", timeout_s, headers=self.headers())
@@ -130,8 +131,8 @@ class LayaProvider(JevProvider):
         except Exception as exc:
             return HealthProbe(False, str(exc))
         if not isinstance(body, dict) or body.get("status") != "ok":
-            return HealthProbe(False, f"laya at {self.options.endpoint}: unexpected health {body!r:.100}")
-        detail = f"laya at {self.options.endpoint}: ok"
+            return HealthProbe(False, f"laya at {self.engine.where}: unexpected health {body!r:.100}")
+        detail = f"laya at {self.engine.where}: ok"
         loaded = body.get("loaded")
         pinned = self.options.model
         if pinned and isinstance(loaded, list) and pinned not in loaded:

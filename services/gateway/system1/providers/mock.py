@@ -8,13 +8,21 @@ left), sleeps `delay_s` first, raises a provider error with the text of `fail`, 
 from __future__ import annotations
 
 import asyncio
-import copy
 import json
 from typing import Any, ClassVar
 
 from pydantic import Field, field_validator
 
-from .base import Capabilities, HealthProbe, Provider, ProviderError, ProviderOptions, Query, check_option_limit
+from .base import (
+    Capabilities,
+    EngineAnswer,
+    HealthProbe,
+    OneQuestionProvider,
+    ProviderError,
+    ProviderOptions,
+    Query,
+    check_option_limit,
+)
 
 RATIONALE = "mock provider: always picks the first option"
 
@@ -38,7 +46,7 @@ class MockOptions(ProviderOptions):
         return value
 
 
-class MockProvider(Provider):
+class MockProvider(OneQuestionProvider):
     name = "mock"
     Options: ClassVar[type[MockOptions]] = MockOptions
 
@@ -50,24 +58,18 @@ class MockProvider(Provider):
     def model_id(self) -> str:
         return "mock"
 
-    async def decide(self, query: Query, timeout_s: float) -> Any:
+    async def decide_one(self, state: Any, query: Query, timeout_s: float) -> EngineAnswer:
         if self.options.delay_s:
             await asyncio.sleep(self.options.delay_s)
         if self.options.fail:
-            raise ProviderError(self.options.fail)
+            raise ProviderError(self.options.fail, provider=self.name)
         if self.options.response is not None:
-            return copy.deepcopy(self.options.response)
+            return EngineAnswer.from_mapping(self.options.response)
         check_option_limit(query, self.options.max_options, self.name)
         first = self.options.confidence
         rest = (1.0 - first) / (len(query.choices) - 1)
         probabilities = {option: (first if i == 0 else rest) for i, option in enumerate(query.choices)}
-        return {
-            "decision": query.choices[0],
-            "confidence": first,
-            "probabilities": probabilities,
-            "rationale": RATIONALE,
-            "model": "mock",
-        }
+        return EngineAnswer(query.choices[0], first, probabilities, RATIONALE, "mock")
 
     async def health(self, timeout_s: float) -> HealthProbe:
         if self.options.fail:

@@ -8,7 +8,6 @@ Health: `GET /api/tags` and the configured `model` must be installed.
 
 from __future__ import annotations
 
-import json
 import math
 import string
 from typing import Any, ClassVar
@@ -18,11 +17,13 @@ from pydantic import Field, field_validator
 
 from .base import (
     Capabilities,
+    EngineAnswer,
     HealthProbe,
     MalformedResponse,
-    Provider,
+    OneQuestionProvider,
     Query,
     check_option_limit,
+    context_text,
     shares_rationale,
 )
 from .http import HttpEngine, HttpOptions, make_client
@@ -43,10 +44,10 @@ class OllamaOptions(HttpOptions):
         return value.strip()
 
 
-def prompt_for(query: Query) -> str:
+def prompt_for(query: Query, state: Any = None) -> str:
     lines = [query.question.strip(), ""]
-    if query.context not in (None, {}, ""):
-        context = query.context if isinstance(query.context, str) else json.dumps(query.context, ensure_ascii=False)
+    context = context_text(state)
+    if context is not None:
         lines += [f"Context: {context}", ""]
     lines.append("Options:")
     lines += [f"{LETTERS[i]}. {option}" for i, option in enumerate(query.choices)]
@@ -82,7 +83,7 @@ def letter_shares(reply: dict[str, Any], letters: str) -> dict[str, float]:
     return {letter: share / total for letter, share in mass.items()}
 
 
-class OllamaProvider(Provider):
+class OllamaProvider(OneQuestionProvider):
     name = "ollama"
     Options: ClassVar[type[OllamaOptions]] = OllamaOptions
 
@@ -91,12 +92,12 @@ class OllamaProvider(Provider):
         self.options: OllamaOptions = options
         self.engine = HttpEngine(self._client, options.endpoint, self.name)
 
-    async def decide(self, query: Query, timeout_s: float) -> Any:
+    async def decide_one(self, state: Any, query: Query, timeout_s: float) -> EngineAnswer:
         check_option_limit(query, len(LETTERS), self.name)
         letters = LETTERS[: len(query.choices)]
         body = {
             "model": self.options.model,
-            "messages": [{"role": "user", "content": prompt_for(query)}],
+            "messages": [{"role": "user", "content": prompt_for(query, state)}],
             "stream": False,
             "logprobs": True,
             "top_logprobs": TOP_LOGPROBS,
@@ -111,13 +112,8 @@ class OllamaProvider(Provider):
         shares = letter_shares(reply, letters)
         probabilities = {query.choices[letters.index(k)]: v for k, v in shares.items()}
         decision = query.choices[letters.index(answer)]
-        return {
-            "decision": decision,
-            "confidence": probabilities.get(decision, 0.0),
-            "probabilities": probabilities,
-            "rationale": shares_rationale(f"ollama {self.options.model}", probabilities),
-            "model": self.options.model,
-        }
+        rationale = shares_rationale(f"ollama {self.options.model}", probabilities)
+        return EngineAnswer(decision, probabilities.get(decision, 0.0), probabilities, rationale, self.options.model)
 
     async def health(self, timeout_s: float) -> HealthProbe:
         try:
@@ -128,8 +124,8 @@ class OllamaProvider(Provider):
         names = {str(m.get("name") or m.get("model")) for m in models or [] if isinstance(m, dict)}
         wanted = self.options.model
         if wanted in names or f"{wanted}:latest" in names:
-            return HealthProbe(True, f"ollama at {self.options.endpoint}: {wanted} installed")
-        return HealthProbe(False, f"ollama at {self.options.endpoint}: model {wanted!r} is not installed (ollama pull {wanted})")
+            return HealthProbe(True, f"ollama at {self.engine.where}: {wanted} installed")
+        return HealthProbe(False, f"ollama at {self.engine.where}: model {wanted!r} is not installed (ollama pull {wanted})")
 
     def capabilities(self) -> Capabilities:
         return Capabilities(max_options=len(LETTERS), model=self.model_id)

@@ -22,8 +22,8 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..providers.base import Overloaded, Provider, Query
 from .events import Observer
-from .providers.base import Overloaded, Provider, Query
 
 INTERACTIVE, BATCH = 0, 1
 PRIORITIES = {"interactive": INTERACTIVE, "batch": BATCH}
@@ -64,7 +64,8 @@ class Lane:
     ) -> list[Any]:
         """Answer `queries` about `state` through this lane; the caller bounds the wait."""
         if self.in_flight >= self.slots and self.queued >= self.max_queue:
-            raise Overloaded(f"{self.name} is overloaded: {self.queued} requests waiting", self.retry_after_s())
+            raise Overloaded(f"{self.name} is overloaded: {self.queued} requests waiting", self.retry_after_s(),
+                             provider=self.name)
         loop = asyncio.get_running_loop()
         job = _Job(state, queries, client, priority, loop.time() + timeout_s, batch_key(queries))
         self._enqueue(job)

@@ -19,8 +19,8 @@ from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .providers import REGISTRY
-from .providers.base import ProviderOptions
+from ..providers import REGISTRY
+from ..providers.base import ProviderOptions
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
 SECRET_KEYS = frozenset({"api_key", "apikey", "key", "token", "secret", "password"})
@@ -116,6 +116,8 @@ class LoadedConfig:
     path: Path | None
     errors: list[str]
     install_dir: Path
+    #: The environment it was read from: a reload reads the same, and so do API keys.
+    env: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -236,7 +238,7 @@ def load_config(env: Mapping[str, str] | None = None) -> LoadedConfig:
     settings = Settings(
         sections["gateway"], sections["routing"], sections["skills"], sections["service"], providers
     )
-    return LoadedConfig(settings, path if path.exists() else None, collect.errors, install_dir(env))
+    return LoadedConfig(settings, path if path.exists() else None, collect.errors, install_dir(env), dict(env))
 
 
 def _load_providers(

@@ -23,7 +23,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from .routing.rule import TIERS
+from ..routing.rule import TIERS
 
 AGENT_TOOLS = {"Task", "Agent"}
 HINT = re.compile(r"System-1 routing hint: the task reads like a (haiku|sonnet|opus) task")

@@ -8,7 +8,6 @@ else is `other`). No request ids or text ever become labels.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -21,8 +20,9 @@ from prometheus_client import (
     generate_latest,
 )
 
-from . import __version__
-from .events import Observer
+from .. import __version__
+from ..core.events import Observer
+from ..core.result import Decision
 
 LATENCY_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64)
@@ -71,17 +71,17 @@ class Metrics(Observer):
         return client if client in self.clients else OTHER
 
     # -- Observer ----------------------------------------------------------------------------
-    def decision(self, response: Any, client: str, seconds: float, reason: str | None) -> None:
-        self.decisions.labels(response.provider or "none", response.status).inc()
+    def decision(self, decision: Decision, client: str, seconds: float) -> None:
+        self.decisions.labels(decision.provider or "none", decision.status).inc()
         self.latency.observe(seconds)
         self.client_decisions.labels(self.client_label(client)).inc()
-        if reason is not None:
-            self.abstentions.labels(reason).inc()
-        if response.calibrated:
-            self.calibrated.labels(response.provider).inc()
-        if response.confidence is not None:
-            self.confidence.observe(response.confidence)
-        if response._retry_after_s is not None:
+        if decision.abstain_reason is not None:
+            self.abstentions.labels(decision.abstain_reason).inc()
+        if decision.calibrated:
+            self.calibrated.labels(decision.provider).inc()
+        if decision.confidence is not None:
+            self.confidence.observe(decision.confidence)
+        if decision.retry_after_s is not None:
             self.overloaded.inc()
 
     def attempt(self, provider: str, outcome: str) -> None:

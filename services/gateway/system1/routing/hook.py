@@ -12,17 +12,17 @@ Entries go to the routing log only for working directories inside `[routing] log
 
 from __future__ import annotations
 
-import asyncio
-import json
 import logging
 import time
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
 from typing import Any
 
-from ..lanes import INTERACTIVE
+from ..core.config import Settings
+from ..core.gateway import Gateway
+from ..core.result import Decision
 from ..providers.base import Query
 from .features import FEATURES
+from .log import RoutingLog, logged_dir
 from .rule import tier
 
 logger = logging.getLogger(__name__)
@@ -49,23 +49,6 @@ class Outcome:
                 "features": self.features, "skill": self.skill}
 
 
-def logged_dir(cwd: str, log_dirs: list[str], home: str | None) -> bool:
-    """Whether `cwd` is one of `log_dirs` or below one, by whole path components (so
-    `/src/app-2` is not inside `/src/app`). Paths are the client's, compared as text."""
-    if not cwd:
-        return False
-    where = PurePosixPath(cwd)
-    for entry in log_dirs:
-        if entry.startswith("~"):
-            if not home:
-                continue
-            entry = home + entry[1:]
-        base = PurePosixPath(entry)
-        if where == base or base in where.parents:
-            return True
-    return False
-
-
 def silence_reason(prompt: str) -> str | None:
     text = prompt.strip()
     if text.startswith("/"):
@@ -82,31 +65,20 @@ def hint_text(tier_name: str) -> str:
             "for subagents you spawn for it, unless you know better.")
 
 
-class RoutingLog:
-    """Appends entries to the routing log; one writer per process, off the event loop."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._lock = asyncio.Lock()
-
-    async def append(self, entry: dict[str, Any]) -> None:
-        line = json.dumps({"ts": round(time.time(), 3), **entry}, ensure_ascii=False) + "\n"
-        async with self._lock:
-            await asyncio.to_thread(self._write, line)
-
-    def _write(self, line: str) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a", encoding="utf-8") as handle:
-            handle.write(line)
+def feature_view(decision: Decision) -> dict[str, Any]:
+    """One feature's answer as `/v1/route` reports it."""
+    return {"answer": decision.decision, "confidence": decision.confidence or 0.0,
+            "abstain": decision.status == "abstained", "calibrated": decision.calibrated,
+            "provider": decision.provider}
 
 
-class Router:
-    def __init__(self, gateway: Any, log: RoutingLog) -> None:
+class RoutingHook:
+    def __init__(self, gateway: Gateway, log: RoutingLog) -> None:
         self.gateway = gateway
         self.log = log
 
     @property
-    def settings(self):
+    def settings(self) -> Settings:
         return self.gateway.config.settings
 
     async def route(self, event: dict[str, Any], client: str) -> Outcome:
@@ -137,12 +109,13 @@ class Router:
         routing = self.settings.routing
         return routing.min_confidence if routing.min_confidence is not None else self.settings.gateway.min_confidence
 
-    async def features(self, prompt: str, client: str, timeout_s: float) -> dict[str, dict[str, Any]] | None:
+    async def features(self, prompt: str, client: str, budget_s: float) -> dict[str, dict[str, Any]] | None:
+        """The four features in one engine pass; None when no engine answered in time."""
         queries = [Query(question, ["yes", "no"], yes_no=True) for question in FEATURES.values()]
-        answers = await self.gateway.decide_many({"prompt": prompt}, queries, client, INTERACTIVE, timeout_s)
-        if answers is None:
+        decisions = await self.gateway.decide_many({"prompt": prompt}, queries, client, budget_s=budget_s)
+        if any(d.status == "error" for d in decisions):
             return None
-        return {name: answer for name, answer in zip(FEATURES, answers)}
+        return {name: feature_view(d) for name, d in zip(FEATURES, decisions)}
 
     async def _route(self, prompt: str, client: str, outcome: Outcome, event: dict[str, Any]) -> None:
         routing = self.settings.routing
@@ -184,15 +157,14 @@ class Router:
             return
         options = [f"{s['name']}: {s.get('description', '')}".strip().rstrip(":")[:500] for s in candidates]
         options = list(dict.fromkeys(options))
-        answers = await self.gateway.decide_many({"prompt": prompt}, [Query(SKILL_QUESTION, options)], client,
-                                                 INTERACTIVE, remaining)
-        if answers is None or answers[0]["abstain"]:
+        [answer] = await self.gateway.decide_many({"prompt": prompt}, [Query(SKILL_QUESTION, options)], client,
+                                                  budget_s=remaining)
+        if answer.status != "decided" or answer.decision is None or answer.confidence is None:
             outcome.skill = {"silent": "the engine failed or abstained"}
             return
-        answer = answers[0]
-        name = answer["answer"].split(":", 1)[0]
-        outcome.skill = {"name": name, "confidence": answer["confidence"]}
-        if answer["confidence"] < skills.min_confidence:
+        name = answer.decision.split(":", 1)[0]
+        outcome.skill = {"name": name, "confidence": answer.confidence}
+        if answer.confidence < skills.min_confidence:
             outcome.skill["silent"] = f"below the picker's threshold {skills.min_confidence:.2f}"
         elif skills.hint:
             hint = f"System-1 skill hint: consider the `{name}` skill if it fits."
@@ -202,7 +174,7 @@ class Router:
         if logged_dir(event.get("cwd", ""), self.settings.routing.log_dirs, event.get("home")):
             await self.log.append({"source": "skill", "client": client, "cwd": event.get("cwd"),
                                    "session_id": event.get("session_id"), "prompt": prompt, "skill": name,
-                                   "confidence": answer["confidence"], "hinted": "silent" not in outcome.skill})
+                                   "confidence": answer.confidence, "hinted": "silent" not in outcome.skill})
 
     async def _agent(self, event: dict[str, Any], client: str) -> Outcome:
         """Record an Agent spawn next to the model the orchestrator chose; never changes it."""

@@ -6,14 +6,14 @@ prometheus-client.
 
 from __future__ import annotations
 
-from typing import Any
+from .result import Decision
 
 
 class Observer:
     """Does nothing; override what you want to see."""
 
-    def decision(self, response: Any, client: str, seconds: float, reason: str | None) -> None:
-        """One finished decision; `reason` says why it abstained (engine, threshold, paused)."""
+    def decision(self, decision: Decision, client: str, seconds: float) -> None:
+        """One finished decision."""
 
     def attempt(self, provider: str, outcome: str) -> None:
         """One try of one provider."""

@@ -17,7 +17,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from .routing.rule import rank
+from ..routing.rule import rank
 from .transcripts import Session, Spawn
 
 DEFAULT_PRICES = Path(__file__).with_name("prices.json")

@@ -19,120 +19,30 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
-from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Route
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from . import __version__
-from .auth import BRIDGE, host_allowed, valid_name
+from .. import __version__
+from ..core.result import Decision
+from ..core.schema import DecideResponse, ErrorCode, json_schemas
+from . import headers
+from .auth import BRIDGE
+from .hygiene import ANONYMOUS, Hygiene, envelope
 from .mcp import build_server
 from .metrics import CONTENT_TYPE
-from .schema import DecideResponse, ErrorCode, error_response, json_schemas
 from .service import Service
 
-# Reachable without a key: liveness, readiness and metrics carry no decisions and no secrets.
-OPEN_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
-CLIENT_HEADER = "x-system1-client"
-PRIORITY_HEADER = "x-system1-priority"
-# `off` returns the engine's own probabilities, for fitting (system1 calibrate); the answering
-# model comes back in MODEL_HEADER, since fits are keyed by it.
-CALIBRATION_HEADER = "x-system1-calibration"
-MODEL_HEADER = "X-System1-Model"
-ANONYMOUS = "anonymous"
 
-
-def envelope(code: ErrorCode, message: str, status: int, headers: dict[str, str] | None = None) -> JSONResponse:
-    body = error_response(code, message).model_dump(mode="json")
-    return JSONResponse(body, status_code=status, headers=headers)
-
-
-def status_of(response: DecideResponse) -> tuple[int, dict[str, str]]:
-    if response.error is None:
+def status_of(decision: Decision) -> tuple[int, dict[str, str]]:
+    if decision.error_code is None:
         return 200, {}
-    if response.error.code == ErrorCode.INVALID_REQUEST:
+    if decision.error_code == ErrorCode.INVALID_REQUEST:
         return 400, {}
-    if response.error.code == ErrorCode.CONFIG_ERROR:
+    if decision.error_code == ErrorCode.CONFIG_ERROR:
         return 503, {}
-    if response._retry_after_s is not None:
-        return 429, {"Retry-After": str(response._retry_after_s)}
+    if decision.retry_after_s is not None:
+        return 429, {"Retry-After": str(decision.retry_after_s)}
     return 200, {}
-
-
-class _BodyTooLarge(Exception):
-    pass
-
-
-class Hygiene:
-    """Host allow-list, body size limit and API keys, for every HTTP route including `/mcp`.
-
-    It also names the caller in `scope["state"]`: the key's name, or for the bridge token (and
-    when no keys are configured) the `X-System1-Client` header.
-    """
-
-    def __init__(self, app: ASGIApp, service: Service) -> None:
-        self.app = app
-        self.service = service
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        settings = self.service.config.settings.service
-        headers = Headers(scope=scope)
-        if not host_allowed(headers.get("host"), settings.allowed_hosts):
-            await envelope(ErrorCode.INVALID_REQUEST, f"Host {headers.get('host')!r} is not allowed", 403)(scope, receive, send)
-            return
-        limit = settings.max_body_bytes
-        length = headers.get("content-length")
-        if length is not None and (not length.isdigit() or int(length) > limit):
-            await self._too_large(limit)(scope, receive, send)
-            return
-        identity = None
-        authorization = headers.get("authorization", "")
-        if authorization.lower().startswith("bearer "):
-            identity = self.service.keys.identify(authorization[7:].strip())
-        if scope["path"] not in OPEN_PATHS and self.service.keys.required and identity is None:
-            reason = "a valid API key is required" if not authorization else "the API key is not valid"
-            response = envelope(ErrorCode.INVALID_REQUEST, f"unauthorized: {reason}", 401, {"WWW-Authenticate": "Bearer"})
-            await response(scope, receive, send)
-            return
-        named = headers.get(CLIENT_HEADER, "")
-        trusted_header = identity == BRIDGE or not self.service.keys.required
-        if identity is not None and identity != BRIDGE:
-            client = identity
-        else:
-            client = named if trusted_header and valid_name(named) else ANONYMOUS
-        state = scope.setdefault("state", {})
-        state["system1_client"] = client
-        state["system1_identity"] = identity
-
-        received = 0
-        started = False
-
-        async def counted() -> Message:
-            nonlocal received
-            message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > limit:
-                    raise _BodyTooLarge
-            return message
-
-        async def watched(message: Message) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
-        try:
-            await self.app(scope, counted, watched)
-        except _BodyTooLarge:
-            if not started:
-                await self._too_large(limit)(scope, receive, send)
-
-    @staticmethod
-    def _too_large(limit: int) -> JSONResponse:
-        return envelope(ErrorCode.INVALID_REQUEST, f"request body is larger than {limit} bytes", 413)
 
 
 class _ServiceBackend:
@@ -142,7 +52,7 @@ class _ServiceBackend:
         self.service = service
 
     async def decide(self, arguments: dict[str, Any], client: str) -> dict[str, Any]:
-        return (await self.service.decide(arguments, client)).model_dump(mode="json")
+        return (await self.service.decide(arguments, client)).envelope_json()
 
     async def health(self) -> dict[str, Any]:
         return await self.service.health()
@@ -221,15 +131,15 @@ def create_app(service: Service) -> FastAPI:
         except (ValueError, UnicodeDecodeError):
             return envelope(ErrorCode.INVALID_REQUEST, "request: body is not valid JSON", 400)
         client = request.state.system1_client
-        priority = service.priority_of(client, request.headers.get(PRIORITY_HEADER))
-        calibrate = request.headers.get(CALIBRATION_HEADER, "on").lower() != "off"
-        response = await _unless_disconnected(request, service.decide(payload, client, priority, calibrate))
-        if response is None:  # nobody is waiting for this answer any more
+        priority = service.priority_of(client, request.headers.get(headers.PRIORITY))
+        calibrate = request.headers.get(headers.CALIBRATION, "on").lower() != "off"
+        decision = await _unless_disconnected(request, service.decide(payload, client, priority, calibrate))
+        if decision is None:  # nobody is waiting for this answer any more
             return JSONResponse({}, status_code=499)
-        status, headers = status_of(response)
-        if response._model:
-            headers[MODEL_HEADER] = response._model
-        return JSONResponse(response.model_dump(mode="json"), status_code=status, headers=headers)
+        status, extra = status_of(decision)
+        if decision.model:
+            extra[headers.MODEL] = decision.model
+        return JSONResponse(decision.envelope_json(), status_code=status, headers=extra)
 
     @app.post("/v1/route")
     async def route(request: Request) -> JSONResponse:

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from .fitting import auroc
-from .routing.features import FEATURES
-from .routing.rule import rank, tier
+from ..routing.features import FEATURES
+from ..routing.rule import rank, tier
 
 
 @dataclass(frozen=True)

@@ -18,11 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .calibration import LOCAL_FITS_NAME, SHIPPED_FITS, Fit, FitsFile  # noqa: F401 - where --write and --ship write
-from .fitting import Answered, calibrated, cross_validated, fit, measure, recommend
-from .schema import YES_NO
+from ..core.calibration import Fit, FitsFile
+from ..core.schema import YES_NO
+from ..service.client import ServiceClient
+from .fitting import Answered, calibrated, cross_validated, fit, measure, recommend, top
 
-REPORTS = Path(__file__).resolve().parents[3] / "calibration" / "reports"
+REPORTS = Path(__file__).resolve().parents[4] / "calibration" / "reports"
 
 
 class DataError(ValueError):
@@ -85,19 +86,18 @@ def load(path: Path) -> list[Labelled]:
 
 
 # -- asking --------------------------------------------------------------------------------------
-async def ask_all(http: Any, rows: list[Labelled], progress: bool) -> tuple[list[Answered], list[str]]:
+async def ask_all(service: ServiceClient, rows: list[Labelled], progress: bool) -> tuple[list[Answered], list[str]]:
     """Ask every row through the service (batch priority, calibration off)."""
     answered, problems = [], []
-    headers = {"X-System1-Priority": "batch", "X-System1-Calibration": "off", "X-System1-Client": "calibrate"}
     for index, row in enumerate(rows, 1):
-        response = await http.post("/v1/decide", json=row.request(), headers=headers)
-        body = response.json()
+        reply = await service.decide(row.request(), client="calibrate", batch=True, calibrate=False)
+        body = reply.envelope
         if body.get("error") or not body.get("probabilities"):
             reason = body["error"]["message"] if body.get("error") else "no probabilities (this engine cannot be calibrated)"
             problems.append(f"row {index}: {reason}")
         else:
             answered.append(Answered(row.question, tuple(row.choices), row.label, body["probabilities"],
-                                     body["provider"], response.headers.get("x-system1-model") or body["provider"]))
+                                     body["provider"], reply.model or body["provider"]))
         if progress:
             done = int(30 * index / len(rows))
             print(f"\r[{'#' * done}{' ' * (30 - done)}] {index}/{len(rows)}", end="", file=sys.stderr, flush=True)
@@ -189,7 +189,6 @@ def diagram(rows: list[Answered], report_probabilities: dict[str, list[dict[str,
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    from .fitting import top
 
     fig, ax = plt.subplots(figsize=(5.5, 5))
     ax.plot([0, 1], [0, 1], color="grey", linestyle="--", linewidth=1, label="perfect calibration")

@@ -2,7 +2,7 @@
 
 New optional fields may be added without a version bump; anything that breaks an existing
 client bumps `SCHEMA_VERSION`. The JSON Schemas under `schemas/` are generated from these
-models (`python -m system1.schema --write`) and a test keeps the committed copies current.
+models (`python -m system1.core.schema --write`) and a test keeps the committed copies current.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 SCHEMA_VERSION = "1"
 SCHEMA_VERSIONS = (SCHEMA_VERSION,)
@@ -127,13 +127,6 @@ class DecideResponse(BaseModel):
     attempts: list[Attempt] = Field(default_factory=list)
     error: ErrorInfo | None = None
 
-    # Not serialised: when every provider was overloaded, how long to wait before retrying,
-    # and why the decision abstained (engine, threshold, paused), for metrics.
-    _retry_after_s: int | None = PrivateAttr(default=None)
-    _abstain_reason: str | None = PrivateAttr(default=None)
-    # The model or checkpoint that answered (calibration fits are keyed by it).
-    _model: str | None = PrivateAttr(default=None)
-
 
 class RequestError(ValueError):
     """A request that failed validation; `message` names the field and the limit."""
@@ -212,6 +205,6 @@ def write_schemas(directory: Path = SCHEMA_DIR) -> list[Path]:
 
 if __name__ == "__main__":
     if sys.argv[1:] != ["--write"]:
-        sys.exit("usage: python -m system1.schema --write")
+        sys.exit("usage: python -m system1.core.schema --write")
     for path in write_schemas():
         print(path)

@@ -12,19 +12,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..core.config import LoadedConfig, load_config
+from ..core.gateway import Gateway
+from ..core.lanes import BATCH, INTERACTIVE
+from ..core.result import Decision
+from ..routing.hook import Outcome, RoutingHook
+from ..routing.log import RoutingLog
 from .auth import KeyRing, write_bridge_token
-from .config import LoadedConfig, load_config
-from .gateway import Gateway
-from .lanes import BATCH, INTERACTIVE
 from .metrics import Metrics
+from .reports import capabilities_report, health_report
 from .requestlog import RequestLog
-from .routing.router import Outcome, Router, RoutingLog
-from .schema import DecideResponse
 
 logger = logging.getLogger(__name__)
 
@@ -44,9 +45,12 @@ class _Core:
 
 
 class Service:
-    def __init__(self, env: Mapping[str, str] | None = None) -> None:
-        self.env = dict(os.environ if env is None else env)
-        config = load_config(self.env)
+    """Built from a loaded config (by default from this process's environment); a reload reads
+    the config again from the same environment."""
+
+    def __init__(self, config: LoadedConfig | None = None) -> None:
+        config = config or load_config()
+        self.env: Mapping[str, str] = config.env
         self.metrics = Metrics(config.settings.service.clients)
         self._core = _Core(Gateway(config, observer=self.metrics))
         self.reload_errors: list[str] = []
@@ -115,7 +119,7 @@ class Service:
         """Keep the health cache warm so health requests never stampede an engine."""
         while True:
             try:
-                await self.gateway.health()
+                await self.gateway.monitor.check()
             except Exception:  # the loop must outlive any one probe
                 logger.exception("background health probe failed")
             await asyncio.sleep(self.config.settings.service.health_interval_s)
@@ -148,24 +152,24 @@ class Service:
     # -- the three tools ---------------------------------------------------------------------
     async def decide(
         self, payload: Any, client: str, priority: int = INTERACTIVE, calibrate: bool = True
-    ) -> DecideResponse:
+    ) -> Decision:
         async with self._use() as gateway:
-            response = await gateway.decide(payload, client=client, priority=priority, calibrate=calibrate)
+            decision = await gateway.decide(payload, client=client, priority=priority, calibrate=calibrate)
         if self.request_log is not None:
-            self.request_log.record(response, client, payload)
-        return response
+            self.request_log.record(decision, client, payload)
+        return decision
 
     async def route(self, event: dict[str, Any], client: str) -> Outcome:
         """The routing hook's answer for one Claude Code hook event."""
         async with self._use() as gateway:
-            return await Router(gateway, self.routing_log).route(event, client)
+            return await RoutingHook(gateway, self.routing_log).route(event, client)
 
     async def health(self) -> dict[str, Any]:
         async with self._use() as gateway:
-            report = await gateway.health(max_age_s=2 * self.config.settings.service.health_interval_s)
+            report = await health_report(gateway, max_age_s=2 * self.config.settings.service.health_interval_s)
         report["reload_errors"] = list(self.reload_errors)
         report["auth_errors"] = list(self.key_errors)
         return report
 
     async def capabilities(self) -> dict[str, Any]:
-        return self.gateway.capabilities()
+        return capabilities_report(self.gateway)

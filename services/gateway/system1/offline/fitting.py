@@ -16,7 +16,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from .calibration import Calibrator, Fit, Source, temper
+from ..core.calibration import Calibrator, Fit, Source, temper
 
 MIN_QUESTION_ROWS = 10
 THRESHOLDS = (0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)

@@ -1,0 +1,192 @@
+"""The core: validate a request, ask the chain, calibrate, apply the threshold, and say so.
+
+- Every answer leaves as a `Decision`; nothing here raises to the caller.
+- An engine's abstention is an answer (no fallback); a confidence under the threshold
+  abstains with the reason.
+- While paused, every decision abstains and says so.
+- One log line per decision, with the request id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..providers import REGISTRY
+from ..providers.base import EngineAnswer, Provider, Query
+from .calibration import LOCAL_FITS_NAME, Calibrator, temper
+from .chain import Chain, ChainAnswer, ms
+from .config import LoadedConfig
+from .events import Observer
+from .health import HealthMonitor
+from .lanes import INTERACTIVE, Lane
+from .logs import request_id_var
+from .result import Decision
+from .schema import MAX_OPTIONS, ErrorCode, RequestError, new_request_id, parse_request
+
+logger = logging.getLogger(__name__)
+
+PAUSE_FILE = "paused"
+PAUSED_RATIONALE = "System-1 is paused (`system1 toggle on` resumes it): reason it through yourself."
+
+
+class Gateway:
+    """One core per configuration: the providers, their lanes, the chain, calibration, health."""
+
+    def __init__(
+        self,
+        config: LoadedConfig,
+        providers: Mapping[str, Provider] | None = None,
+        calibrator: Calibrator | None = None,
+        observer: Observer | None = None,
+    ) -> None:
+        self.config = config
+        self.errors = list(config.errors)
+        self.observer = observer or Observer()
+        self.providers: dict[str, Provider] = dict(providers or {})
+        if not self.errors and providers is None:
+            self._build_providers()
+        self.lanes = {name: Lane(p, self.observer) for name, p in self.providers.items()}
+        gateway = config.settings.gateway
+        names = [n for n in config.settings.chain if n in self.providers]
+        self.chain = Chain(names, self.providers, self.lanes, gateway.timeout_s)
+        self.monitor = HealthMonitor(config.settings.chain, self.providers, gateway.timeout_s, self.observer)
+        self.calibrator = calibrator or Calibrator.load(config.install_dir / LOCAL_FITS_NAME)
+
+    def _build_providers(self) -> None:
+        settings = self.config.settings
+        for name in settings.chain:
+            try:
+                self.providers[name] = REGISTRY[name](settings.options_for(name))
+            except ValueError as exc:
+                self.errors.append(f"[providers.{name}]: {exc}")
+
+    @property
+    def pause_file(self) -> Path:
+        return self.config.install_dir / PAUSE_FILE
+
+    @property
+    def paused(self) -> bool:
+        return self.pause_file.exists()
+
+    def max_options(self) -> int:
+        """The primary engine's option limit, within the schema's own."""
+        provider = self.providers.get(self.config.settings.gateway.provider)
+        limit = provider.capabilities().max_options if provider else None
+        return MAX_OPTIONS if limit is None else min(limit, MAX_OPTIONS)
+
+    async def aclose(self) -> None:
+        await asyncio.gather(*(lane.aclose() for lane in self.lanes.values()), return_exceptions=True)
+        await asyncio.gather(*(p.aclose() for p in self.providers.values()), return_exceptions=True)
+
+    # -- answering ---------------------------------------------------------------------------
+    async def decide(
+        self, payload: Any, client: str = "local", priority: int = INTERACTIVE, calibrate: bool = True
+    ) -> Decision:
+        """Answer one raw `system1_decide` request. `calibrate=False` leaves the engine's
+        probabilities as they are (for fitting new temperatures)."""
+        started = time.perf_counter()
+        try:
+            request = parse_request(payload)
+        except RequestError as exc:
+            decision = Decision.failed(ErrorCode.INVALID_REQUEST, exc.message, exc.request_id)
+        else:
+            token = request_id_var.set(request.request_id or new_request_id())
+            try:
+                logger.debug("question %r options %r", request.question, request.options)
+                query = Query(request.question, request.choices, request.options is None)
+                threshold = request.min_confidence
+                if threshold is None:
+                    threshold = self.config.settings.gateway.min_confidence
+                [decision] = await self.decide_many(request.context, [query], client, priority, None, threshold,
+                                                    calibrate, request_id_var.get())
+            finally:
+                request_id_var.reset(token)
+        decision.latency_ms = ms(time.perf_counter() - started)
+        self._log(decision, client)
+        for attempt in decision.attempts:
+            self.observer.attempt(attempt.provider, attempt.outcome)
+        self.observer.decision(decision, client, time.perf_counter() - started)
+        return decision
+
+    async def decide_many(
+        self,
+        state: Any,
+        queries: list[Query],
+        client: str,
+        priority: int = INTERACTIVE,
+        budget_s: float | None = None,
+        threshold: float = 0.0,
+        calibrate: bool = True,
+        request_id: str | None = None,
+    ) -> list[Decision]:
+        """Every question about one text, in one engine pass where the engine can, each
+        checked, calibrated and held to `threshold`."""
+        request_id = request_id or new_request_id()
+        if self.paused:
+            return [Decision(request_id, "abstained", rationale=PAUSED_RATIONALE, abstain_reason="paused")
+                    for _ in queries]
+        if self.errors:
+            return [Decision.failed(ErrorCode.CONFIG_ERROR, "; ".join(self.errors), request_id) for _ in queries]
+        answer = await self.chain.ask(state, queries, client, priority, budget_s)
+        return [self._conclude(request_id, answer, i, query, threshold, calibrate) for i, query in enumerate(queries)]
+
+    def _conclude(
+        self, request_id: str, found: ChainAnswer, index: int, query: Query, threshold: float, calibrate: bool
+    ) -> Decision:
+        attempts = list(found.attempts)
+        if found.answers is None or found.provider is None:
+            code, message = found.failure
+            decision = Decision.failed(code, message, request_id, attempts)
+            decision.retry_after_s = found.retry_after_s
+            return decision
+        name, answer = found.provider, found.answers[index]
+        common: dict[str, Any] = {"request_id": request_id, "provider": name, "model": answer.model,
+                                  "attempts": attempts}
+        if answer.abstain:
+            return Decision(status="abstained", rationale=answer.rationale or f"{name} abstained",
+                            abstain_reason="engine", **common)
+        probabilities, confidence, calibrated = (
+            self._calibrated(name, answer, query) if calibrate else (answer.probabilities, answer.confidence, False)
+        )
+        if confidence < threshold:
+            attempts[-1] = attempts[-1].model_copy(
+                update={"outcome": "abstained", "detail": f"confidence {confidence:.2f} below {threshold:.2f}"}
+            )
+            rationale = (f"not sure enough: confidence {confidence:.2f} is below the threshold {threshold:.2f}, "
+                         f"so decide this yourself. {answer.rationale or ''}").strip()
+            return Decision(status="abstained", confidence=confidence, probabilities=probabilities,
+                            calibrated=calibrated, rationale=rationale, abstain_reason="threshold", **common)
+        return Decision(status="decided", decision=answer.decision, confidence=confidence, probabilities=probabilities,
+                        calibrated=calibrated, rationale=answer.rationale, **common)
+
+    def _calibrated(self, name: str, answer: EngineAnswer, query: Query) -> tuple[dict[str, float] | None, float, bool]:
+        """Probabilities, confidence and whether a fit was applied."""
+        probabilities, confidence = answer.probabilities, float(answer.confidence)
+        if not probabilities or answer.decision not in probabilities:
+            return probabilities, confidence, False
+        fit = self.calibrator.lookup(name, answer.model, query.question, len(query.choices))
+        if fit is None:
+            return probabilities, confidence, False
+        probabilities = temper(probabilities, fit.temperature)
+        return probabilities, probabilities[answer.decision], True
+
+    def _log(self, decision: Decision, client: str) -> None:
+        token = request_id_var.set(decision.request_id)
+        try:
+            logger.info(
+                "decision client=%s provider=%s status=%s confidence=%s latency_ms=%d attempts=%s%s",
+                client,
+                decision.provider or "-",
+                decision.status,
+                "-" if decision.confidence is None else f"{decision.confidence:.3f}",
+                decision.latency_ms,
+                ",".join(f"{a.provider}:{a.outcome}" for a in decision.attempts) or "-",
+                f" error={decision.error.code.value}" if decision.error else "",
+            )
+        finally:
+            request_id_var.reset(token)

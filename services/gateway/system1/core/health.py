@@ -1,0 +1,77 @@
+"""Health: probes of the chain's engines, cached and shared, and the overall status.
+
+A probe is bounded by `HEALTH_TIMEOUT_S` (or the attempt timeout, if shorter) and never raises.
+Callers asking at the same moment share one probe; a cached one is reused while it is younger
+than the caller's `max_age_s`, so health requests never stampede an engine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from ..providers.base import Provider
+from .chain import ms
+from .events import Observer
+
+HEALTH_TIMEOUT_S = 5.0
+Status = Literal["ok", "degraded", "down", "paused"]
+
+
+def overall_status(paused: bool, config_errors: list[str], probes: list[dict[str, Any]]) -> Status:
+    """paused; down with config errors or no engine up; ok when the primary is up; else degraded."""
+    if paused:
+        return "paused"
+    if config_errors or not probes:
+        return "down"
+    if probes[0]["ok"]:
+        return "ok"
+    if any(p["ok"] for p in probes[1:]):
+        return "degraded"
+    return "down"
+
+
+class HealthMonitor:
+    def __init__(self, chain: list[str], providers: Mapping[str, Provider], timeout_s: float, observer: Observer) -> None:
+        self.names = [name for name in chain if name in providers]
+        self.providers = providers
+        self.timeout_s = min(timeout_s, HEALTH_TIMEOUT_S)
+        self.observer = observer
+        self._probes: dict[str, tuple[float, dict[str, Any]]] = {}
+        self._probing: dict[str, asyncio.Task] = {}
+
+    async def _probe(self, name: str) -> dict[str, Any]:
+        started = time.perf_counter()
+        try:
+            result = await asyncio.wait_for(self.providers[name].health(self.timeout_s), self.timeout_s)
+            ok, detail = result.ok, result.detail
+        except TimeoutError:
+            ok, detail = False, f"no health answer within {self.timeout_s:g} s"
+        except Exception as exc:
+            ok, detail = False, f"health probe failed ({type(exc).__name__})"
+        self.observer.engine_up(name, ok)
+        result = {"ok": ok, "latency_ms": ms(time.perf_counter() - started), "detail": detail}
+        self._probes[name] = (time.monotonic(), result)
+        return result
+
+    async def probe(self, name: str, max_age_s: float = 0.0) -> dict[str, Any]:
+        """A cached probe no older than `max_age_s`; callers at the same moment share one."""
+        cached = self._probes.get(name)
+        if cached is not None and max_age_s > 0 and time.monotonic() - cached[0] <= max_age_s:
+            return cached[1]
+        task = self._probing.get(name)
+        if task is None:
+            task = asyncio.ensure_future(self._probe(name))
+            self._probing[name] = task
+            task.add_done_callback(lambda _t, n=name: self._probing.pop(n, None))
+        return await asyncio.shield(task)
+
+    async def check(self, max_age_s: float = 0.0) -> list[dict[str, Any]]:
+        """Each engine in the chain: name, role, ok, latency and detail."""
+        probes = await asyncio.gather(*(self.probe(n, max_age_s) for n in self.names))
+        return [
+            {"name": name, "role": "primary" if i == 0 else "fallback", **probe}
+            for i, (name, probe) in enumerate(zip(self.names, probes))
+        ]

@@ -1,0 +1,44 @@
+"""The routing log: prompts and features, written only for directories that opted in."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+
+def logged_dir(cwd: str, log_dirs: list[str], home: str | None) -> bool:
+    """Whether `cwd` is one of `log_dirs` or below one, by whole path components (so
+    `/src/app-2` is not inside `/src/app`). Paths are the client's, compared as text."""
+    if not cwd:
+        return False
+    where = PurePosixPath(cwd)
+    for entry in log_dirs:
+        if entry.startswith("~"):
+            if not home:
+                continue
+            entry = home + entry[1:]
+        base = PurePosixPath(entry)
+        if where == base or base in where.parents:
+            return True
+    return False
+
+
+class RoutingLog:
+    """Appends entries to the routing log; one writer per process, off the event loop."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = asyncio.Lock()
+
+    async def append(self, entry: dict[str, Any]) -> None:
+        line = json.dumps({"ts": round(time.time(), 3), **entry}, ensure_ascii=False) + "\n"
+        async with self._lock:
+            await asyncio.to_thread(self._write, line)
+
+    def _write(self, line: str) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a", encoding="utf-8") as handle:
+            handle.write(line)

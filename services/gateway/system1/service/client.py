@@ -1,0 +1,140 @@
+"""The one client of a running gateway service, for the stdio bridge and every command.
+
+`ServiceClient.from_env()` finds the service at `--url`, else `SYSTEM1_GATEWAY_URL`, else
+`http://127.0.0.1:8080`, and authenticates with the service's bridge token when it can read
+it (inside the container), else with `SYSTEM1_API_KEY`. Every failure to get an answer is a
+`GatewayError` naming the URL and the reason. `transport=` lets tests talk to the app in
+process (`httpx.ASGITransport`). It imports no web framework, so the bridge starts fast.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from ..core.config import install_dir
+from . import headers
+from .auth import read_bridge_token
+
+DEFAULT_URL = "http://127.0.0.1:8080"
+DEFAULT_TIMEOUT_S = 330.0  # the longest per-attempt timeout (300 s) plus room for the queue
+URL_ENV = "SYSTEM1_GATEWAY_URL"
+
+
+class GatewayError(Exception):
+    """The gateway service at `url` gave no usable answer; the message says which and why."""
+
+    def __init__(self, url: str, reason: str, *, timeout: bool = False, status: int | None = None) -> None:
+        super().__init__(f"the gateway service at {url} {reason}")
+        self.url = url
+        self.timeout = timeout
+        self.status = status
+
+
+@dataclass(frozen=True)
+class DecideReply:
+    envelope: dict[str, Any]
+    #: The model that answered (`X-System1-Model`), when one did.
+    model: str | None
+    status: int
+
+
+def default_url(env: Mapping[str, str] | None = None) -> str:
+    env = os.environ if env is None else env
+    return env.get(URL_ENV) or DEFAULT_URL
+
+
+class ServiceClient:
+    def __init__(
+        self,
+        url: str = DEFAULT_URL,
+        token: str | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.url = url.rstrip("/")
+        self.timeout_s = timeout_s
+        auth = {"Authorization": f"Bearer {token}"} if token else {}
+        self.http = httpx.AsyncClient(base_url=self.url, headers=auth, trust_env=False, timeout=timeout_s,
+                                      transport=transport)
+
+    @classmethod
+    def from_env(
+        cls,
+        env: Mapping[str, str] | None = None,
+        url: str | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> ServiceClient:
+        env = os.environ if env is None else env
+        token = read_bridge_token(install_dir(env)) or env.get("SYSTEM1_API_KEY") or None
+        timeout_s = float(env.get("SYSTEM1_BRIDGE_TIMEOUT_S") or DEFAULT_TIMEOUT_S)
+        return cls(url or default_url(env), token, timeout_s, transport)
+
+    async def __aenter__(self) -> ServiceClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+    # -- calls -------------------------------------------------------------------------------
+    async def decide(
+        self, request: dict[str, Any], *, client: str | None = None, batch: bool = False, calibrate: bool = True
+    ) -> DecideReply:
+        """One decision; the envelope comes back whatever its status (errors are envelopes too)."""
+        sent = {headers.CLIENT: client} if client else {}
+        if batch:
+            sent[headers.PRIORITY] = "batch"
+        if not calibrate:
+            sent[headers.CALIBRATION] = "off"
+        response = await self._send("POST", "/v1/decide", json=request, headers=sent)
+        return DecideReply(self._body(response), response.headers.get(headers.MODEL), response.status_code)
+
+    async def route(self, event: dict[str, Any], client: str | None = None) -> dict[str, Any]:
+        """What the routing hook would print for one Claude Code hook event."""
+        sent = {headers.CLIENT: client} if client else {}
+        return self._ok(await self._send("POST", "/v1/route", json=event, headers=sent))
+
+    async def health(self) -> dict[str, Any]:
+        return self._ok(await self._send("GET", "/v1/health"))
+
+    async def capabilities(self) -> dict[str, Any]:
+        return self._ok(await self._send("GET", "/v1/capabilities"))
+
+    async def reload(self) -> dict[str, Any]:
+        """`{"reloaded": bool, "errors": [...]}`; a refused reload (409) is an answer, not an error."""
+        return self._ok(await self._send("POST", "/v1/reload", timeout=30), also=(409,))
+
+    # -- plumbing ----------------------------------------------------------------------------
+    async def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        try:
+            return await self.http.request(method, path, **kwargs)
+        except httpx.TimeoutException as exc:
+            timeout = kwargs.get("timeout", self.timeout_s)
+            raise GatewayError(self.url, f"did not answer within {timeout:g} s", timeout=True) from exc
+        except httpx.HTTPError as exc:
+            raise GatewayError(self.url, f"is unreachable ({type(exc).__name__}); is the stack up?") from exc
+
+    def _body(self, response: httpx.Response) -> dict[str, Any]:
+        try:
+            body = response.json()
+        except ValueError as exc:
+            raise GatewayError(self.url, f"answered HTTP {response.status_code} without JSON",
+                               status=response.status_code) from exc
+        if not isinstance(body, dict):
+            raise GatewayError(self.url, "answered with JSON that is not an object", status=response.status_code)
+        return body
+
+    def _ok(self, response: httpx.Response, also: tuple[int, ...] = ()) -> dict[str, Any]:
+        body = self._body(response)
+        if response.status_code != 200 and response.status_code not in also:
+            error = body.get("error") if isinstance(body.get("error"), dict) else {}
+            reason = error.get("message") or f"HTTP {response.status_code}"
+            raise GatewayError(self.url, f"refused the request: {reason}", status=response.status_code)
+        return body
