@@ -93,7 +93,7 @@ bench:  ## the load benchmark (needs wrk and bench/requirements.txt)
 	$(BIN)/python bench/load/run.py
 
 schemas:  ## regenerate the published JSON Schemas from the models
-	$(BIN)/python -m system1.schema --write
+	$(BIN)/python -m system1.core.schema --write
 
 bench-engines:  ## the engine benchmark (serve.py --engine minilm)
 	$(BIN)/python -m pip install --quiet -r bench/requirements.txt
