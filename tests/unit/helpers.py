@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -41,3 +42,14 @@ class FakeWire:
 
 def json_reply(body: Any, status: int = 200, **headers: str) -> Callable[[httpx.Request], httpx.Response]:
     return lambda request: httpx.Response(status, json=body, headers=headers)
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def closed_port_url() -> str:
+    return f"http://127.0.0.1:{free_port()}"

@@ -10,6 +10,8 @@ import pytest
 
 from system1.cli import EXIT_DECISION, EXIT_HEALTH, EXIT_OK, EXIT_START, main
 
+from .helpers import closed_port_url
+
 
 def run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
     return subprocess.run(
@@ -73,13 +75,16 @@ def test_keys_add_stores_only_the_hash_and_prints_the_key_once(tmp_path, capsys)
     from system1.service.auth import KeyRing
 
     keys = tmp_path / "keys"
-    assert main(["keys", "add", "frank", "--file", str(keys)]) == 0
-    key = capsys.readouterr().out.strip().splitlines()[-1]
+    nobody = closed_port_url()  # no service to reload: the key waits for the next start
+    assert main(["keys", "add", "frank", "--file", str(keys), "--url", nobody]) == 0
+    out, err = capsys.readouterr()
+    key = out.strip().splitlines()[-1]
+    assert nobody in err and "takes effect when the service next starts" in err
     assert key.startswith("s1_") and key not in keys.read_text()
     assert oct(keys.stat().st_mode & 0o777) == "0o600"
     ring, errors = KeyRing.load(str(keys), {}, None)
     assert errors == [] and ring.identify(key) == "frank" and ring.identify("s1_other") is None
-    assert main(["keys", "add", "no spaces", "--file", str(keys)]) == EXIT_START
+    assert main(["keys", "add", "no spaces", "--file", str(keys), "--url", nobody]) == EXIT_START
 
 
 def test_the_stdio_bridge_does_not_import_fastapi():

@@ -53,16 +53,16 @@ def report(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from ..offline import usage as usage_report
+    from ..offline import usage
 
     try:
-        prices = usage_report.load_prices(Path(args.prices) if args.prices else usage_report.DEFAULT_PRICES)
+        prices = usage.load_prices(Path(args.prices) if args.prices else usage.DEFAULT_PRICES)
     except (OSError, ValueError) as exc:
         print(f"system1 report: {exc}", file=sys.stderr)
         return EXIT_START
     sessions = _sessions(args)
     if sessions is None:
         return EXIT_START
-    result = usage_report.report(sessions, prices)
-    print(json.dumps(result, indent=2) if args.json else usage_report.render(result, args.days))
+    result = usage.report(sessions, prices)
+    print(json.dumps(result, indent=2) if args.json else usage.render(result, args.days))
     return EXIT_OK

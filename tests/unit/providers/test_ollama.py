@@ -10,7 +10,7 @@ import pytest
 from system1.providers.base import MalformedResponse, ProviderError, ProviderTimeout, Query
 from system1.providers.ollama import OllamaOptions, OllamaProvider
 
-from .helpers import FakeWire, json_reply
+from ..helpers import FakeWire, json_reply
 
 pytestmark = pytest.mark.anyio
 

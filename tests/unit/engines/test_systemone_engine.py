@@ -10,7 +10,7 @@ import httpx
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parents[2] / "engines" / "systemone"))
+sys.path.insert(0, str(Path(__file__).parents[3] / "engines" / "systemone"))
 
 from systemone_engine.app import create_app  # noqa: E402
 from systemone_engine.backends import MiniLM, jev_confidence  # noqa: E402

@@ -16,7 +16,7 @@ from system1.core.gateway import Gateway
 from system1.service.mcp import build_server
 from system1.service.standalone import CoreBackend
 
-from .helpers import config_in
+from ..helpers import config_in
 
 pytestmark = pytest.mark.anyio
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
+import time
 
 import anyio
 import httpx
@@ -18,7 +19,8 @@ from mcp.client.streamable_http import streamable_http_client
 
 from system1.service.auth import hash_key
 
-from .service_harness import running_service
+from ..helpers import free_port
+from ..service_harness import running_service
 
 pytestmark = pytest.mark.anyio
 
@@ -79,12 +81,6 @@ async def test_the_stdio_bridge_forwards_to_the_service_with_the_callers_name(tm
     assert (entry["id"], entry["client"]) == ("via-bridge", "erin")  # trusted through the bridge token
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 async def test_the_bridge_reports_down_when_the_service_is_unreachable(tmp_path):
     url = f"http://127.0.0.1:{free_port()}"
     with anyio.fail_after(60):
@@ -104,31 +100,46 @@ def test_the_bridge_exits_when_stdin_closes(tmp_path):
         assert process.stdout.read() == b""
 
 
+def wait_until(condition, process: subprocess.Popen, timeout_s: float = 30.0) -> None:
+    """Until `condition()` holds, checking between tries that `process` is still running."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "the condition did not hold in time"
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=0.05)
+            raise AssertionError(f"the process exited with {process.returncode}")
+
+
+def answers(client: httpx.Client, path: str = "/healthz") -> bool:
+    try:
+        return client.get(path).status_code == 200
+    except httpx.TransportError:
+        return False
+
+
 def test_sighup_and_system1_reload_re_read_the_config(tmp_path):
+    """A real `system1 serve` process: only it shows signals and the CLI's own reload."""
     port = free_port()
     config = tmp_path / "config.toml"
     config.write_text('[gateway]\nprovider = "mock"\n')
     env = {**os.environ, "SYSTEM1_CONFIG": str(config), "SYSTEM1_INSTALL_DIR": str(tmp_path / "state"),
            "SYSTEM1_GATEWAY_URL": f"http://127.0.0.1:{port}"}
-    with subprocess.Popen([sys.executable, "-m", "system1", "serve", "--port", str(port)], env=env,
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) as server:
+    with (tmp_path / "serve.log").open("w") as log, subprocess.Popen(
+        [sys.executable, "-m", "system1", "serve", "--port", str(port)], env=env, stdout=log, stderr=log
+    ) as server:
         try:
             with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
-                for line in server.stderr:  # wait for the server's own word that it is up
-                    if "Application startup complete" in line:
-                        break
+                wait_until(lambda: answers(client), server)  # the port answers, not just a log line
                 assert client.post("/v1/decide", json=SEED).json()["confidence"] == 0.9
 
                 config.write_text('[gateway]\nprovider = "mock"\n[providers.mock]\nconfidence = 0.8\n')
                 server.send_signal(signal.SIGHUP)
-                for line in server.stderr:
-                    if "reloaded" in line:
-                        break
-                assert client.post("/v1/decide", json=SEED).json()["confidence"] == 0.8
+                wait_until(lambda: client.post("/v1/decide", json=SEED).json()["confidence"] == 0.8, server)
 
                 config.write_text('[gateway]\nprovider = "mock"\n[providers.mock]\nconfidence = 0.75\n')
                 done = subprocess.run([sys.executable, "-m", "system1", "reload"], env=env, capture_output=True, text=True, timeout=60)
                 assert done.returncode == 0, done.stderr
+                assert f"gateway: http://127.0.0.1:{port}" in done.stderr
                 assert client.post("/v1/decide", json=SEED).json()["confidence"] == 0.75
 
                 config.write_text("[gateway]\nnonsense = 1\n")

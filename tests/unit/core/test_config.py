@@ -7,7 +7,7 @@ from pathlib import Path
 
 from system1.core.config import load_config
 
-from .helpers import config_in
+from ..helpers import config_in
 
 
 def test_defaults_follow_the_seeds(tmp_path):
@@ -174,7 +174,7 @@ def test_the_example_config_is_valid_and_documents_every_key(tmp_path):
     from system1.providers import REGISTRY
     from system1.providers.base import ProviderOptions
 
-    example = Path(__file__).parents[2] / "deploy" / "config.example.toml"
+    example = Path(__file__).parents[3] / "deploy" / "config.example.toml"
     text = example.read_text(encoding="utf-8")
     assert load_config({"SYSTEM1_CONFIG": str(example)}).ok
     for table, model in SECTIONS.items():

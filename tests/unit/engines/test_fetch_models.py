@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parents[2] / "engines"))
+sys.path.insert(0, str(Path(__file__).parents[3] / "engines"))
 
 import fetch_models  # noqa: E402
 

@@ -10,7 +10,7 @@ from system1.cli import EXIT_HEALTH, main
 from system1.offline.evaluate import Bars, FeatureAnswer, assess, verdict
 from system1.routing.features import FEATURES
 
-from .service_harness import app_transport
+from ..service_harness import app_transport
 
 
 def answers(read_only="no", design="no", review="no", specified="no", confidence=0.9):

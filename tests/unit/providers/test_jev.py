@@ -9,7 +9,7 @@ from system1.providers.base import MalformedResponse, ProviderError, ProviderTim
 from system1.providers.systemone import SystemOneOptions, SystemOneProvider
 from system1.providers.von import VonOptions, VonProvider
 
-from .helpers import FakeWire, json_reply
+from ..helpers import FakeWire, json_reply
 
 pytestmark = pytest.mark.anyio
 

@@ -5,21 +5,20 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
-import httpx
 import pytest
 
 from system1.routing.hook import silence_reason
 from system1.routing.log import logged_dir
 from system1.routing.rule import tier
 
-from .service_harness import in_process, running_service
+from ..helpers import closed_port_url
+from ..service_harness import in_process, running_service
 
-HOOK = Path(__file__).parents[2] / "plugin" / "hooks" / "system1_hook.py"
+HOOK = Path(__file__).parents[3] / "plugin" / "hooks" / "system1_hook.py"
 LONG = "Please design the storage layer for the new audit trail and compare the two options we discussed"
 
 
@@ -172,10 +171,7 @@ def test_the_host_hook_prints_the_hint_from_a_running_gateway(tmp_path):
 
 
 def test_the_host_hook_is_silent_when_the_gateway_is_down(tmp_path):
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    done = run_hook(f"http://127.0.0.1:{port}", {"hook_event_name": "UserPromptSubmit", "prompt": LONG}, tmp_path)
+    done = run_hook(closed_port_url(), {"hook_event_name": "UserPromptSubmit", "prompt": LONG}, tmp_path)
     assert done.returncode == 0 and done.stdout == "" and done.stderr == ""
     garbage = subprocess.run([sys.executable, str(HOOK)], input="not json", capture_output=True, text=True, timeout=30)
     assert garbage.returncode == 0 and garbage.stdout == ""

@@ -8,8 +8,8 @@ import threading
 
 import pytest
 
-from system1.providers.base import Query
-from system1.providers.http import check_endpoint, engine_message, is_loopback, make_client
+from system1.providers.base import ProviderError, Query
+from system1.providers.http import check_endpoint, engine_message, is_loopback, make_client, redact_url
 from system1.providers.systemone import SystemOneOptions, SystemOneProvider
 
 pytestmark = pytest.mark.anyio
@@ -83,3 +83,25 @@ def test_engine_messages_are_read_from_the_common_shapes_and_shortened():
     assert engine_message(httpx.Response(400, json={"error": "plain"})) == "plain"
     assert engine_message(httpx.Response(500, text="Internal   Server\nError")) == "Internal Server Error"
     assert len(engine_message(httpx.Response(500, text="x" * 1000))) == 301
+
+
+async def test_engine_errors_carry_the_provider_the_url_without_credentials_and_the_status():
+    from ..helpers import FakeWire, json_reply
+
+    options = SystemOneOptions(endpoint="http://ana:s3cret@127.0.0.1:8790")
+    provider = SystemOneProvider(options, client=FakeWire(json_reply({"detail": "no such route"}, 404)).client())
+    with pytest.raises(ProviderError) as caught:
+        await provider.decide(None, Query("q?", ["a", "b"]), 5)
+    error = caught.value
+    assert (error.provider, error.url, error.status) == ("systemone", "http://127.0.0.1:8790/v1/systemone", 404)
+    assert "s3cret" not in str(error) and "HTTP 404: no such route" in str(error)
+    health = await provider.health(5)
+    assert not health.ok and "s3cret" not in health.detail
+
+
+def test_a_url_loses_its_user_and_password_and_nothing_else():
+    assert redact_url("http://ana:s3cret@engine:8790/v1?x=1") == "http://engine:8790/v1?x=1"
+    assert redact_url("https://engine/path") == "https://engine/path"
+    with pytest.raises(ValueError) as caught:
+        check_endpoint("ftp://ana:s3cret@engine", allow_remote=True)
+    assert "s3cret" not in str(caught.value)

@@ -13,7 +13,7 @@ from system1.service.reports import health_report
 from system1.providers.anthropic import AnthropicOptions, AnthropicProvider
 from system1.providers.base import EngineAnswer, MalformedResponse, ProviderError, ProviderTimeout, Query
 
-from .helpers import FakeWire, config_in, json_reply
+from ..helpers import FakeWire, config_in, json_reply
 
 pytestmark = pytest.mark.anyio
 

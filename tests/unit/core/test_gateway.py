@@ -12,7 +12,7 @@ from system1.core.gateway import Gateway
 from system1.providers.base import Capabilities, EngineAnswer, HealthProbe, OneQuestionProvider, Query
 from system1.service.reports import capabilities_report, health_report
 
-from .helpers import config_in
+from ..helpers import config_in
 
 pytestmark = pytest.mark.anyio
 

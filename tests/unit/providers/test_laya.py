@@ -8,7 +8,7 @@ import pytest
 from system1.providers.base import EngineAnswer, MalformedResponse, ProviderError, ProviderTimeout, Query
 from system1.providers.laya import LayaOptions, LayaProvider
 
-from .helpers import FakeWire, json_reply
+from ..helpers import FakeWire, json_reply
 
 pytestmark = pytest.mark.anyio
 

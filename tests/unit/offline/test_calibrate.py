@@ -9,7 +9,7 @@ import pytest
 from system1.cli import EXIT_OK, EXIT_START, main
 from system1.offline import calibrate as calibrate_tool
 
-from .service_harness import app_transport, call
+from ..service_harness import app_transport, call
 
 QUESTION = "Rerun the flaky pipeline or block the merge?"
 
@@ -130,7 +130,7 @@ def test_the_shipped_seed_sets_load_and_ask_the_routing_features_exactly():
 
     from system1.routing.features import FEATURES
 
-    root = Path(__file__).parents[2] / "calibration"
+    root = Path(__file__).parents[3] / "calibration"
     routing = calibrate_tool.load(root / "routing-seed.jsonl")
     assert len(routing) == 180 and {r.question for r in routing} == set(FEATURES.values())
     assert len(calibrate_tool.load(root / "yes-no-seed.jsonl")) >= 24

@@ -15,7 +15,7 @@ import pytest
 from system1.core.schema import SCHEMA_DIR
 from system1.service.auth import hash_key
 
-from .service_harness import in_process, running_service
+from ..service_harness import in_process, running_service
 
 SEED = {"question": "Rerun the flaky pipeline or block the merge?", "options": ["rerun the pipeline", "block the merge"]}
 MOCK = '[gateway]\nprovider = "mock"\n'

@@ -1,0 +1,136 @@
+"""The REST routes, thin: parse, call the service, translate its `Decision` once.
+
+HTTP status follows the envelope: 200 for decided and abstained answers and for provider-side
+errors (the envelope says which), 400 for an invalid request, 429 with `Retry-After` when
+every lane is full, 503 for a broken config. (401/403/413 come from `Hygiene`.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse, Response
+
+from ..core.result import Decision
+from ..core.schema import DecideResponse, ErrorCode, json_schemas
+from . import headers
+from .auth import BRIDGE
+from .hygiene import envelope
+from .metrics import CONTENT_TYPE
+from .service import Service
+
+
+def _service(request: Request) -> Service:
+    return request.app.state.service
+
+
+ServiceDep = Annotated[Service, Depends(_service)]
+router = APIRouter()
+
+
+def status_of(decision: Decision) -> tuple[int, dict[str, str]]:
+    if decision.error_code is None:
+        return 200, {}
+    if decision.error_code == ErrorCode.INVALID_REQUEST:
+        return 400, {}
+    if decision.error_code == ErrorCode.CONFIG_ERROR:
+        return 503, {}
+    if decision.retry_after_s is not None:
+        return 429, {"Retry-After": str(decision.retry_after_s)}
+    return 200, {}
+
+
+async def _unless_disconnected(request: Request, work: Any) -> Any:
+    """Run `work`, but cancel it (leaving its lane queue) if the client hangs up first."""
+
+    async def hung_up() -> None:
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+
+    task, watcher = asyncio.ensure_future(work), asyncio.ensure_future(hung_up())
+    try:
+        await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watcher.cancel()
+        if not task.done():
+            task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await watcher
+    if task.cancelled():
+        return None
+    return task.result()
+
+
+
+@router.post("/v1/decide", response_model=DecideResponse, responses={400: {"model": DecideResponse}})
+async def decide(request: Request, service: ServiceDep) -> JSONResponse:
+    """Schema v1 request in, schema v1 envelope out (also on errors)."""
+    try:
+        payload = json.loads(await request.body())
+    except (ValueError, UnicodeDecodeError):
+        return envelope(ErrorCode.INVALID_REQUEST, "request: body is not valid JSON", 400)
+    client = request.state.system1_client
+    priority = service.priority_of(client, request.headers.get(headers.PRIORITY))
+    calibrate = request.headers.get(headers.CALIBRATION, "on").lower() != "off"
+    decision = await _unless_disconnected(request, service.decide(payload, client, priority, calibrate))
+    if decision is None:  # nobody is waiting for this answer any more
+        return JSONResponse({}, status_code=499)
+    status, extra = status_of(decision)
+    if decision.model:
+        extra[headers.MODEL] = decision.model
+    return JSONResponse(decision.envelope_json(), status_code=status, headers=extra)
+
+@router.post("/v1/route")
+async def route(request: Request, service: ServiceDep) -> JSONResponse:
+    """The routing hook: a Claude Code hook event in, the context to add (or none) out."""
+    try:
+        event = json.loads(await request.body())
+    except (ValueError, UnicodeDecodeError):
+        return envelope(ErrorCode.INVALID_REQUEST, "request: body is not valid JSON", 400)
+    if not isinstance(event, dict):
+        return envelope(ErrorCode.INVALID_REQUEST, "request: the hook input must be a JSON object", 400)
+    outcome = await service.route(event, request.state.system1_client)
+    return JSONResponse(outcome.as_dict())
+
+@router.get("/v1/health")
+async def health(service: ServiceDep) -> dict[str, Any]:
+    """Gateway status and a cached probe of each engine in the chain."""
+    return await service.health()
+
+@router.get("/v1/capabilities")
+async def capabilities(service: ServiceDep) -> dict[str, Any]:
+    return await service.capabilities()
+
+@router.get("/v1/schema/{name}")
+async def schema(name: str) -> JSONResponse:
+    schemas = json_schemas()
+    if name not in schemas:
+        return envelope(ErrorCode.INVALID_REQUEST, f"no schema {name!r}; there are {sorted(schemas)}", 404)
+    return JSONResponse(schemas[name])
+
+@router.post("/v1/reload")
+async def reload(request: Request, service: ServiceDep) -> JSONResponse:
+    """Re-read the config and calibration fits (the bridge token, or no keys configured)."""
+    if service.keys.required and request.state.system1_identity != BRIDGE:
+        return envelope(ErrorCode.INVALID_REQUEST, "reload needs the service's bridge token", 403)
+    result = await service.reload()
+    return JSONResponse(result, status_code=200 if result["reloaded"] else 409)
+
+@router.get("/healthz")
+async def healthz() -> dict[str, str]:
+    """The process is alive; no engine is called."""
+    return {"status": "alive"}
+
+@router.get("/readyz")
+async def readyz(service: ServiceDep) -> JSONResponse:
+    """The config is loaded and the core is ready to decide."""
+    body = {"ready": service.ready, "config_errors": list(service.gateway.errors)}
+    return JSONResponse(body, status_code=200 if service.ready else 503)
+
+@router.get("/metrics")
+async def metrics(service: ServiceDep) -> Response:
+    return Response(service.metrics.render(), media_type=CONTENT_TYPE)
