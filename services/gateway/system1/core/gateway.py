@@ -24,7 +24,7 @@ from .config import LoadedConfig
 from .events import Observer
 from .health import HealthMonitor
 from .lanes import INTERACTIVE, Lane
-from .logs import request_id_var
+from .logs import log_decision, request_id_var
 from .result import Decision
 from .schema import MAX_OPTIONS, ErrorCode, RequestError, new_request_id, parse_request
 
@@ -107,7 +107,7 @@ class Gateway:
             finally:
                 request_id_var.reset(token)
         decision.latency_ms = ms(time.perf_counter() - started)
-        self._log(decision, client)
+        log_decision(decision, client)
         for attempt in decision.attempts:
             self.observer.attempt(attempt.provider, attempt.outcome)
         self.observer.decision(decision, client, time.perf_counter() - started)
@@ -174,19 +174,3 @@ class Gateway:
             return probabilities, confidence, False
         probabilities = temper(probabilities, fit.temperature)
         return probabilities, probabilities[answer.decision], True
-
-    def _log(self, decision: Decision, client: str) -> None:
-        token = request_id_var.set(decision.request_id)
-        try:
-            logger.info(
-                "decision client=%s provider=%s status=%s confidence=%s latency_ms=%d attempts=%s%s",
-                client,
-                decision.provider or "-",
-                decision.status,
-                "-" if decision.confidence is None else f"{decision.confidence:.3f}",
-                decision.latency_ms,
-                ",".join(f"{a.provider}:{a.outcome}" for a in decision.attempts) or "-",
-                f" error={decision.error.code.value}" if decision.error else "",
-            )
-        finally:
-            request_id_var.reset(token)

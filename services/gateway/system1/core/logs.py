@@ -1,5 +1,6 @@
-"""Logging set-up for the entry points: stderr always (stdout may carry a protocol), an
-optional file, and the request id on every line through a context variable."""
+"""Logging: the one line per decision, and the set-up for the entry points (stderr always,
+since stdout may carry a protocol, an optional file, and the request id on every line through
+a context variable)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,12 @@ import contextvars
 import logging
 import sys
 
+from .result import Decision
+
 request_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
 FORMAT = "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"
+# Decision lines are the core's own, so they carry its logger name wherever they are written.
+decisions = logging.getLogger("system1.core.gateway")
 
 
 class _RequestIdFilter(logging.Filter):
@@ -33,3 +38,21 @@ def configure_logging(level: str = "INFO", log_file: str = "") -> None:
     # Third-party request logs would repeat every engine call at INFO.
     for noisy in ("httpx", "httpcore", "mcp"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
+
+
+def log_decision(decision: Decision, client: str) -> None:
+    """One INFO line per decision, under its request id; never the question text."""
+    token = request_id_var.set(decision.request_id)
+    try:
+        decisions.info(
+            "decision client=%s provider=%s status=%s confidence=%s latency_ms=%d attempts=%s%s",
+            client,
+            decision.provider or "-",
+            decision.status,
+            "-" if decision.confidence is None else f"{decision.confidence:.3f}",
+            decision.latency_ms,
+            ",".join(f"{a.provider}:{a.outcome}" for a in decision.attempts) or "-",
+            f" error={decision.error.code.value}" if decision.error else "",
+        )
+    finally:
+        request_id_var.reset(token)
