@@ -99,7 +99,6 @@ def main():
         event = json.loads(sys.stdin.read())
         if event.get("hook_event_name", "UserPromptSubmit") == "UserPromptSubmit" and "skills" not in event:
             event["skills"] = skills(event.get("cwd"))
-        event["home"] = str(Path.home())
         headers = {"Content-Type": "application/json",
                    "X-System1-Client": os.environ.get("SYSTEM1_CLIENT") or os.environ.get("USER") or "claude-code"}
         if os.environ.get("SYSTEM1_API_KEY"):

@@ -66,11 +66,13 @@ def test_silence_conditions(prompt, reason):
     ],
 )
 def test_the_log_is_opt_in_by_directory(cwd, expected):
-    assert logged_dir(cwd, ["~/src/app"], "/home/ana") is expected
+    assert logged_dir(cwd, ["~/src/app"], "ana") is expected
 
 
-def test_a_tilde_entry_needs_the_clients_home():
-    assert logged_dir("/home/ana/src/app", ["~/src/app"], None) is False
+def test_a_tilde_entry_is_the_calling_clients_home_never_one_the_request_names():
+    assert logged_dir("/home/ana/src/app", ["~/src/app"], "bob") is False
+    assert logged_dir("/root/src/app", ["~/src/app"], "root") is True
+    assert logged_dir("/srv/app", ["/srv/app"], "anyone") is True
 
 
 def config(tmp_path, enabled=True, hint=True, threshold="", skills="", mock=""):

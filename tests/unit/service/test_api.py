@@ -155,8 +155,9 @@ async def test_an_oversized_body_is_413(tmp_path):
         yield big
 
     async with in_process(tmp_path, MOCK + '[service]\nmax_body_bytes = 2048\n') as svc:
-        declared = await svc.http.post("/v1/decide", content=big)
-        streamed = await svc.http.post("/v1/decide", content=chunks())
+        typed = {"content-type": "application/json"}
+        declared = await svc.http.post("/v1/decide", content=big, headers=typed)
+        streamed = await svc.http.post("/v1/decide", content=chunks(), headers=typed)
         fine = await svc.http.post("/v1/decide", json={"question": "x" * 1000})
     assert declared.status_code == 413 and is_envelope(declared.json(), "invalid_request")
     assert "content-length" not in streamed.request.headers
@@ -194,12 +195,12 @@ async def test_reload_swaps_the_config_and_a_broken_one_keeps_the_old(tmp_path):
         http = svc.http
         assert (await http.post("/v1/decide", json=SEED)).json()["confidence"] == 0.9
         svc.config_path.write_text(MOCK + "[providers.mock]\nconfidence = 0.7\n")
-        reloaded = await http.post("/v1/reload")
+        reloaded = await http.post("/v1/reload", json={})
         assert reloaded.status_code == 200 and reloaded.json() == {"reloaded": True, "errors": []}
         assert (await http.post("/v1/decide", json=SEED)).json()["confidence"] == 0.7
 
         svc.config_path.write_text("[gateway]\ntimeout_s = -5\n")
-        refused = await http.post("/v1/reload")
+        refused = await http.post("/v1/reload", json={})
         assert refused.status_code == 409 and "timeout_s" in refused.json()["errors"][0]
         assert (await http.post("/v1/decide", json=SEED)).json()["confidence"] == 0.7
         health = (await http.get("/v1/health")).json()
@@ -220,7 +221,7 @@ async def test_requests_in_flight_finish_on_the_settings_they_started_with(tmp_p
             assert svc.service.gateway.lanes["mock"].in_flight == 1
             old_gateway = svc.service.gateway
             svc.config_path.write_text(MOCK + "[providers.mock]\nconfidence = 0.65\n")
-            assert (await http.post("/v1/reload")).json()["reloaded"]
+            assert (await http.post("/v1/reload", json={})).json()["reloaded"]
         assert result["r"].json()["confidence"] == 0.9
         assert svc.service.gateway is not old_gateway and old_gateway.lanes["mock"].in_flight == 0
         assert (await http.post("/v1/decide", json=SEED)).json()["confidence"] == 0.65
@@ -246,13 +247,18 @@ async def test_the_request_log_records_decisions_and_questions_only_when_asked(t
 
 
 @pytest.mark.anyio
-async def test_broken_key_settings_are_reported_by_health(tmp_path):
+async def test_broken_key_settings_close_everything_but_liveness_and_never_show_a_key(tmp_path):
     keys = tmp_path / "keys"
     keys.write_text("alice not-a-hash\n")
-    async with in_process(tmp_path, MOCK + f'[service]\napi_keys_file = "{keys}"\n', SYSTEM1_API_KEYS="bob:short") as svc:
-        health = (await svc.http.get("/v1/health")).json()
-    assert any(f"{keys}:1" in e for e in health["auth_errors"])
-    assert any("SYSTEM1_API_KEYS" in e and "short" not in e.split(":", 1)[1] for e in health["auth_errors"])
+    toml = MOCK + f'[service]\napi_keys_file = "{keys}"\n'
+    async with in_process(tmp_path, toml, SYSTEM1_API_KEYS="bob:bob-key-0123456789abc,s3cret-without-a-name") as svc:
+        refused = {path: await svc.http.get(path) for path in ("/v1/health", "/readyz", "/metrics", "/v1/capabilities")}
+        decide = await svc.http.post("/v1/decide", json=SEED, headers={"Authorization": "Bearer bob-key-0123456789abc"})
+        alive = await svc.http.get("/healthz")
+    assert alive.status_code == 200
+    assert all(r.status_code == 503 and is_envelope(r.json(), "config_error") for r in [*refused.values(), decide])
+    message = decide.json()["error"]["message"]
+    assert f"{keys}:1" in message and "SYSTEM1_API_KEYS: entry 2" in message and "s3cret" not in message
 
 
 def test_a_client_that_hangs_up_leaves_the_queue(tmp_path):

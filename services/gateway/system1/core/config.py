@@ -65,6 +65,8 @@ class ServiceSettings(_Section):
     host: str = "127.0.0.1"
     port: int = Field(default=8080, ge=1, le=65535)
     allowed_hosts: list[str] = Field(default_factory=list)
+    #: Browser origins that may call the gateway; by default none (no web page may).
+    allowed_origins: list[str] = Field(default_factory=list)
     api_keys_file: str = ""
     max_body_bytes: int = Field(default=1_048_576, ge=1024, le=64 * 1_048_576)
     clients: list[str] = Field(default_factory=list)

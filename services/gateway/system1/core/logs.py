@@ -22,22 +22,47 @@ class _RequestIdFilter(logging.Filter):
         return True
 
 
+# Control characters (and Unicode line breaks) in any logged value are written as escapes, so
+# text from a request can never start a forged log line.
+_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(32), 127, 0x85)} | {0x2028: "\\u2028", 0x2029: "\\u2029"}
+
+
+def escape_controls(text: str) -> str:
+    return text.translate(_CONTROLS)
+
+
+class SafeFormatter(logging.Formatter):
+    """The message and request id with control characters escaped; a traceback stays as is."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:  # noqa: N802 - the stdlib's name
+        record.message = escape_controls(record.message)
+        record.request_id = escape_controls(str(getattr(record, "request_id", "-")))
+        return super().formatMessage(record)
+
+
 def configure_logging(level: str = "INFO", log_file: str = "") -> None:
-    """Configure the root logger once per process; call only from an entry point."""
+    """Configure the root logger once per process; call only from an entry point. A log file
+    that cannot be opened is reported and skipped: logging never stops the gateway."""
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    problem = None
     if log_file:
-        handlers.append(logging.FileHandler(log_file, encoding="utf-8"))
+        try:
+            handlers.append(logging.FileHandler(log_file, encoding="utf-8"))
+        except OSError as exc:
+            problem = f"log_file {log_file!r} cannot be opened ({exc.strerror or exc}); logging to stderr only"
     root = logging.getLogger()
     for handler in list(root.handlers):
         root.removeHandler(handler)
     for handler in handlers:
-        handler.setFormatter(logging.Formatter(FORMAT))
+        handler.setFormatter(SafeFormatter(FORMAT))
         handler.addFilter(_RequestIdFilter())
         root.addHandler(handler)
     root.setLevel(level)
     # Third-party request logs would repeat every engine call at INFO.
     for noisy in ("httpx", "httpcore", "mcp"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
+    if problem:
+        logging.getLogger(__name__).error("%s", problem)
 
 
 def log_decision(decision: Decision, client: str) -> None:

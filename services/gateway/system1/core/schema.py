@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import json
+import math
 import sys
 import uuid
 from pathlib import Path
@@ -25,6 +26,7 @@ MIN_OPTIONS = 2
 MAX_OPTIONS = 256
 MAX_OPTION_CHARS = 500
 MAX_REQUEST_ID_CHARS = 128
+MAX_JSON_DEPTH = 32
 
 SCHEMA_DIR = Path(__file__).with_name("schemas")
 
@@ -141,7 +143,8 @@ def new_request_id() -> str:
     return uuid.uuid4().hex
 
 
-def _describe(error: dict[str, Any]) -> str:
+def describe(error: dict[str, Any]) -> str:
+    """One pydantic error as `field: what is wrong`."""
     field = ".".join(str(part) for part in error["loc"]) or "request"
     kind = error["type"]
     if kind == "extra_forbidden":
@@ -152,6 +155,35 @@ def _describe(error: dict[str, Any]) -> str:
     return f"{field}: {message}"
 
 
+def _surrogate(text: str) -> str | None:
+    for ch in text:
+        if "\ud800" <= ch <= "\udfff":
+            return f"U+{ord(ch):04X}"
+    return None
+
+
+def check_json_value(value: Any, field: str = "request", depth: int = 0) -> None:
+    """Refuse what parsed as JSON but cannot be answered or written back: lone surrogates (not
+    Unicode text), NaN and infinities, and nesting deeper than `MAX_JSON_DEPTH`. The message
+    names the field and never repeats the offending text."""
+    if depth > MAX_JSON_DEPTH:
+        raise RequestError(f"{field}: nested deeper than {MAX_JSON_DEPTH} levels")
+    if isinstance(value, str):
+        bad = _surrogate(value)
+        if bad:
+            raise RequestError(f"{field}: contains a lone surrogate ({bad}); text must be valid Unicode")
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise RequestError(f"{field}: {value} is not a JSON number")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            name = f"{field}.{key}" if isinstance(key, str) and not _surrogate(key) else f"{field}.<key>"
+            check_json_value(key, name, depth + 1)
+            check_json_value(item, name, depth + 1)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            check_json_value(item, f"{field}.{index}", depth + 1)
+
+
 def parse_request(payload: Any) -> DecideRequest:
     """Validate a raw request; raise `RequestError` naming every bad field."""
     if not isinstance(payload, dict):
@@ -159,9 +191,14 @@ def parse_request(payload: Any) -> DecideRequest:
     raw_id = payload.get("request_id")
     echo_id = raw_id if isinstance(raw_id, str) and 0 < len(raw_id) <= MAX_REQUEST_ID_CHARS else None
     try:
+        check_json_value(payload)
+    except RequestError as exc:
+        raise RequestError(exc.message.removeprefix("request."),
+                           request_id=echo_id if echo_id and not _surrogate(echo_id) else None) from None
+    try:
         return DecideRequest.model_validate(payload)
     except ValidationError as exc:
-        problems = "; ".join(_describe(e) for e in exc.errors(include_url=False))
+        problems = "; ".join(describe(e) for e in exc.errors(include_url=False))
         raise RequestError(problems, request_id=echo_id) from exc
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -21,6 +22,7 @@ from pydantic import field_validator, model_validator
 from .base import MalformedResponse, ProviderError, ProviderOptions, ProviderTimeout
 
 _MAX_DETAIL_CHARS = 300
+SECRET_HEADERS = frozenset({"authorization", "x-api-key"})
 
 
 def is_loopback(host: str) -> bool:
@@ -78,8 +80,9 @@ def make_client(endpoint: str) -> httpx.AsyncClient:
     return httpx.AsyncClient(trust_env=use_proxy, follow_redirects=False)
 
 
-def engine_message(response: httpx.Response) -> str:
-    """The engine's own error text from the shapes engines use, shortened."""
+def engine_message(response: httpx.Response, secrets: Sequence[str] = ()) -> str:
+    """The engine's own error text from the shapes engines use, shortened, with any of the
+    `secrets` sent to it blanked (an engine may echo the key it refused)."""
     text = response.text
     try:
         body = response.json()
@@ -92,6 +95,9 @@ def engine_message(response: httpx.Response) -> str:
         if detail is not None:
             text = detail if isinstance(detail, str) else json.dumps(detail)
     text = " ".join(str(text).split())
+    for secret in secrets:
+        if len(secret) >= 4:
+            text = text.replace(secret, "***")
     return text[:_MAX_DETAIL_CHARS] + ("…" if len(text) > _MAX_DETAIL_CHARS else "")
 
 
@@ -114,6 +120,8 @@ class HttpEngine:
     ) -> Any:
         url = self.endpoint + path
         context = {"provider": self.label, "url": self.where + path}
+        secrets = [v.rsplit(" ", 1)[-1] for k, v in (headers or {}).items() if k.lower() in SECRET_HEADERS]
+        secrets += [p for p in (urlsplit(self.endpoint).password,) if p]
         try:
             response = await self.client.request(
                 method, url, json=body, headers=headers, timeout=timeout_s
@@ -127,7 +135,8 @@ class HttpEngine:
         if response.is_redirect:
             raise ProviderError(f"{self.label}: HTTP {status} redirect refused", status=status, **context)
         if status >= 300:
-            raise ProviderError(f"{self.label}: HTTP {status}: {engine_message(response)}", status=status, **context)
+            message = engine_message(response, secrets)
+            raise ProviderError(f"{self.label}: HTTP {status}: {message}", status=status, **context)
         try:
             return response.json()
         except ValueError as exc:

@@ -17,9 +17,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
 from ..core.config import Settings
 from ..core.gateway import Gateway
 from ..core.result import Decision
+from ..core.schema import RequestError, check_json_value, describe
 from ..providers.base import Query
 from .features import FEATURES
 from .log import RoutingLog, logged_dir
@@ -32,6 +35,40 @@ MIN_WORDS = 10
 HAND_BACKS = ("<agent-message>", "<task-notification>")
 SKILL_QUESTION = "Which skill fits this request?"
 AGENT_TOOLS = frozenset({"Agent", "Task"})
+
+
+class Skill(BaseModel):
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    disable_model_invocation: bool = Field(default=False, alias="disable-model-invocation")
+
+
+class RouteEvent(BaseModel):
+    """The Claude Code hook input, as far as routing reads it; other fields are ignored."""
+
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+    hook_event_name: str = "UserPromptSubmit"
+    prompt: str | None = None
+    cwd: str = ""
+    session_id: str | None = None
+    tool_name: str | None = None
+    tool_input: dict[str, Any] = Field(default_factory=dict)
+    tool_use_id: str | None = None
+    skills: list[Skill] = Field(default_factory=list)
+
+
+def parse_event(payload: Any) -> RouteEvent:
+    """Validate a hook event; raise `RequestError` naming every bad field."""
+    if not isinstance(payload, dict):
+        raise RequestError(f"request: the hook input must be a JSON object, not {type(payload).__name__}")
+    check_json_value(payload)
+    try:
+        return RouteEvent.model_validate(payload)
+    except ValidationError as exc:
+        raise RequestError("; ".join(describe(e) for e in exc.errors(include_url=False))) from exc
 
 
 @dataclass
@@ -81,14 +118,13 @@ class RoutingHook:
     def settings(self) -> Settings:
         return self.gateway.config.settings
 
-    async def route(self, event: dict[str, Any], client: str) -> Outcome:
+    async def route(self, event: RouteEvent, client: str) -> Outcome:
         started = time.monotonic()
-        name = event.get("hook_event_name", "UserPromptSubmit")
-        if name == "PreToolUse":
+        if event.hook_event_name == "PreToolUse":
             return await self._agent(event, client)
         routing = self.settings.routing
-        prompt = event.get("prompt")
-        if not isinstance(prompt, str):
+        prompt = event.prompt
+        if prompt is None:
             return Outcome(silent="no prompt in the hook input")
         if self.gateway.paused:
             return Outcome(silent="paused")
@@ -117,7 +153,10 @@ class RoutingHook:
             return None
         return {name: feature_view(d) for name, d in zip(FEATURES, decisions)}
 
-    async def _route(self, prompt: str, client: str, outcome: Outcome, event: dict[str, Any]) -> None:
+    def _logged(self, event: RouteEvent, client: str) -> bool:
+        return logged_dir(event.cwd, self.settings.routing.log_dirs, client)
+
+    async def _route(self, prompt: str, client: str, outcome: Outcome, event: RouteEvent) -> None:
         routing = self.settings.routing
         features = await self.features(prompt, client, BUDGET_S)
         if features is None:
@@ -135,17 +174,16 @@ class RoutingHook:
             outcome.context = hint_text(outcome.tier)
         elif not outcome.silent:
             outcome.silent = "record only (hint = false)"
-        if logged_dir(event.get("cwd", ""), routing.log_dirs, event.get("home")):
+        if self._logged(event, client):
             await self.log.append({
-                "source": "prompt", "client": client, "cwd": event.get("cwd"), "session_id": event.get("session_id"),
+                "source": "prompt", "client": client, "cwd": event.cwd, "session_id": event.session_id,
                 "prompt": prompt, "features": _compact(features), "rule_tier": outcome.tier,
                 "decision": outcome.tier, "hinted": outcome.context is not None,
             })
 
-    async def _pick_skill(self, prompt: str, event: dict[str, Any], client: str, remaining: float, outcome: Outcome) -> None:
+    async def _pick_skill(self, prompt: str, event: RouteEvent, client: str, remaining: float, outcome: Outcome) -> None:
         skills = self.settings.skills
-        candidates = [s for s in event.get("skills") or [] if isinstance(s, dict) and s.get("name")
-                      and not s.get("disable-model-invocation")]
+        candidates = [s for s in event.skills if not s.disable_model_invocation]
         if len(candidates) < 2:
             return
         limit = self.gateway.max_options()
@@ -155,7 +193,7 @@ class RoutingHook:
         if remaining <= 0.05:
             outcome.skill = {"silent": "routing used the time budget"}
             return
-        options = [f"{s['name']}: {s.get('description', '')}".strip().rstrip(":")[:500] for s in candidates]
+        options = [f"{s.name}: {s.description}".strip().rstrip(":")[:500] for s in candidates]
         options = list(dict.fromkeys(options))
         [answer] = await self.gateway.decide_many({"prompt": prompt}, [Query(SKILL_QUESTION, options)], client,
                                                   budget_s=remaining)
@@ -171,28 +209,28 @@ class RoutingHook:
             outcome.context = f"{outcome.context}\n{hint}" if outcome.context else hint
         else:
             outcome.skill["silent"] = "record only (hint = false)"
-        if logged_dir(event.get("cwd", ""), self.settings.routing.log_dirs, event.get("home")):
-            await self.log.append({"source": "skill", "client": client, "cwd": event.get("cwd"),
-                                   "session_id": event.get("session_id"), "prompt": prompt, "skill": name,
+        if self._logged(event, client):
+            await self.log.append({"source": "skill", "client": client, "cwd": event.cwd,
+                                   "session_id": event.session_id, "prompt": prompt, "skill": name,
                                    "confidence": answer.confidence, "hinted": "silent" not in outcome.skill})
 
-    async def _agent(self, event: dict[str, Any], client: str) -> Outcome:
+    async def _agent(self, event: RouteEvent, client: str) -> Outcome:
         """Record an Agent spawn next to the model the orchestrator chose; never changes it."""
-        if event.get("tool_name") not in AGENT_TOOLS:
+        if event.tool_name not in AGENT_TOOLS:
             return Outcome(silent="not an Agent spawn")
-        if not self.settings.routing.enabled or not logged_dir(event.get("cwd", ""), self.settings.routing.log_dirs, event.get("home")):
+        if not self.settings.routing.enabled or not self._logged(event, client):
             return Outcome(silent="not logged here")
-        tool_input = event.get("tool_input") or {}
+        tool_input = event.tool_input
         brief = str(tool_input.get("prompt") or tool_input.get("description") or "")
         features = await self.features(brief, client, BUDGET_S) if brief else None
         outcome = Outcome(silent="record only", features=features or {})
         if features:
             outcome.tier = tier({name: f["answer"] == "yes" for name, f in features.items()})
         await self.log.append({
-            "source": "agent", "client": client, "cwd": event.get("cwd"), "session_id": event.get("session_id"),
+            "source": "agent", "client": client, "cwd": event.cwd, "session_id": event.session_id,
             "prompt": brief, "features": _compact(features or {}), "rule_tier": outcome.tier,
             "chosen": tool_input.get("model"), "subagent_type": tool_input.get("subagent_type"),
-            "tool_use_id": event.get("tool_use_id"),
+            "tool_use_id": event.tool_use_id,
         })
         return outcome
 

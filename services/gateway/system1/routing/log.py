@@ -9,7 +9,13 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 
-def logged_dir(cwd: str, log_dirs: list[str], home: str | None) -> bool:
+def home_of(client: str) -> str:
+    """Where `~` in `log_dirs` points for a caller: `/root` for root, else `/home/<client>`.
+    The gateway never takes a home directory from the request itself."""
+    return "/root" if client == "root" else f"/home/{client}"
+
+
+def logged_dir(cwd: str, log_dirs: list[str], client: str) -> bool:
     """Whether `cwd` is one of `log_dirs` or below one, by whole path components (so
     `/src/app-2` is not inside `/src/app`). Paths are the client's, compared as text."""
     if not cwd:
@@ -17,9 +23,7 @@ def logged_dir(cwd: str, log_dirs: list[str], home: str | None) -> bool:
     where = PurePosixPath(cwd)
     for entry in log_dirs:
         if entry.startswith("~"):
-            if not home:
-                continue
-            entry = home + entry[1:]
+            entry = home_of(client) + entry[1:]
         base = PurePosixPath(entry)
         if where == base or base in where.parents:
             return True

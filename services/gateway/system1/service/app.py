@@ -19,7 +19,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Route
 
 from .. import __version__
-from ..core.schema import ErrorCode
+from ..core.schema import ErrorCode, RequestError
 from .hygiene import ANONYMOUS, Hygiene, envelope
 from .mcp import build_server
 from .routes import router
@@ -77,11 +77,14 @@ def create_app(service: Service) -> FastAPI:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return envelope(ErrorCode.INVALID_REQUEST, f"{request.method} {request.url.path}: {exc.detail}", exc.status_code)
+        message = f"{request.method} {request.url.path}: {exc.detail}"
+        return envelope(ErrorCode.INVALID_REQUEST, message, exc.status_code, exc.headers)  # 405 keeps its Allow
 
-    @app.exception_handler(Exception)
-    async def internal_error(request: Request, exc: Exception) -> JSONResponse:
-        return envelope(ErrorCode.PROVIDER_ERROR, f"internal error ({type(exc).__name__})", 500)
+    @app.exception_handler(RequestError)
+    async def bad_request(request: Request, exc: RequestError) -> JSONResponse:
+        return envelope(ErrorCode.INVALID_REQUEST, exc.message, 400)
+
+    # Any other exception is answered by `Hygiene`, without closing the connection.
 
     app.include_router(router)
     app.router.routes.append(Route("/mcp", endpoint=StreamableHTTPASGIApp(sessions)))

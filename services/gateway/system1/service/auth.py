@@ -76,10 +76,13 @@ class KeyRing:
                     errors.append(f"{file}:{number}: expected `name sha256:<64 hex digits>`")
                     continue
                 hashes[parts[1]] = parts[0]
-        for pair in filter(None, (p.strip() for p in env.get("SYSTEM1_API_KEYS", "").split(","))):
+        entries = [p.strip() for p in env.get("SYSTEM1_API_KEYS", "").split(",") if p.strip()]
+        for number, pair in enumerate(entries, 1):
             name, _, key = pair.partition(":")
             if not valid_name(name) or len(key) < 16:
-                errors.append(f"SYSTEM1_API_KEYS: entry for {name!r} needs `name:key` with a key of 16+ characters")
+                # Never echo the entry: without its colon, all of it may be the key.
+                errors.append(f"SYSTEM1_API_KEYS: entry {number} is not `name:key` with a name of letters, "
+                              "digits, '.', '_' or '-' and a key of 16+ characters")
                 continue
             hashes[hash_key(key)] = name
         return cls(hashes, hash_key(bridge_token) if bridge_token else None), errors

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.schema import ErrorCode, error_response
+from ..core.schema import ErrorCode, RequestError, check_json_value, error_response
 from .client import GatewayError, ServiceClient
 
 
@@ -20,6 +20,10 @@ class ServiceBackend:
         self.client = client
 
     async def decide(self, arguments: dict[str, Any], client: str) -> dict[str, Any]:
+        try:
+            check_json_value(arguments)  # what could not even be sent is refused here, by field
+        except RequestError as exc:
+            return error_response(ErrorCode.INVALID_REQUEST, exc.message.removeprefix("request.")).model_dump(mode="json")
         try:
             return (await self.client.decide(arguments, client=client)).envelope
         except GatewayError as exc:

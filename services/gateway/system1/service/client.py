@@ -9,6 +9,7 @@ process (`httpx.ASGITransport`). It imports no web framework, so the bridge star
 
 from __future__ import annotations
 
+import json as _json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -109,10 +110,15 @@ class ServiceClient:
 
     async def reload(self) -> dict[str, Any]:
         """`{"reloaded": bool, "errors": [...]}`; a refused reload (409) is an answer, not an error."""
-        return self._ok(await self._send("POST", "/v1/reload", timeout=30), also=(409,))
+        return self._ok(await self._send("POST", "/v1/reload", json={}, timeout=30), also=(409,))
 
     # -- plumbing ----------------------------------------------------------------------------
-    async def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+    async def _send(self, method: str, path: str, json: Any = None, **kwargs: Any) -> httpx.Response:
+        if json is not None:
+            # ASCII escapes: a lone surrogate or NaN reaches the service, which names the field,
+            # instead of failing to encode here.
+            kwargs["content"] = _json.dumps(json).encode("ascii")
+            kwargs["headers"] = {**kwargs.get("headers", {}), "Content-Type": "application/json"}
         try:
             return await self.http.request(method, path, **kwargs)
         except httpx.TimeoutException as exc:

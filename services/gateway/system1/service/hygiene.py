@@ -1,7 +1,11 @@
-"""What every HTTP request passes before a route: the Host allow-list, the body size limit and
-API keys, for REST and `/mcp` alike; it also names the caller."""
+"""What every HTTP request passes before a route, for REST and `/mcp` alike: the Host and Origin
+allow-lists, JSON-only request bodies, the body size limit and API keys (closed while their
+configuration is broken); it names the caller, and answers any unexpected exception with a 500
+envelope without dropping the connection."""
 
 from __future__ import annotations
+
+import logging
 
 from fastapi.responses import JSONResponse
 from starlette.datastructures import Headers
@@ -12,9 +16,18 @@ from . import headers as h
 from .auth import BRIDGE, host_allowed, valid_name
 from .service import Service
 
+logger = logging.getLogger(__name__)
+
 # Reachable without a key: liveness, readiness and metrics carry no decisions and no secrets.
 OPEN_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
+# Liveness stays open even while the key configuration is broken.
+ALWAYS_OPEN = "/healthz"
 ANONYMOUS = "anonymous"
+JSON_TYPE = "application/json"
+
+
+def _refuse(code: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    return envelope(ErrorCode.INVALID_REQUEST, message, code, headers)
 
 
 def envelope(code: ErrorCode, message: str, status: int, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -28,10 +41,12 @@ class _BodyTooLarge(Exception):
 
 
 class Hygiene:
-    """Host allow-list, body size limit and API keys, for every HTTP route including `/mcp`.
+    """The checks, in order: Host, Origin (browsers send one; only `[service] allowed_origins`
+    pass), a JSON content type on REST posts (no form or text/plain posts from a web page),
+    declared body size, broken key configuration (everything but `/healthz` closed), API key.
 
-    It also names the caller in `scope["state"]`: the key's name, or for the bridge token (and
-    when no keys are configured) the `X-System1-Client` header.
+    It names the caller in `scope["state"]`: the key's name, or for the bridge token (and when
+    no keys are configured) the `X-System1-Client` header.
     """
 
     def __init__(self, app: ASGIApp, service: Service) -> None:
@@ -42,24 +57,19 @@ class Hygiene:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        settings = self.service.config.settings.service
         headers = Headers(scope=scope)
-        if not host_allowed(headers.get("host"), settings.allowed_hosts):
-            await envelope(ErrorCode.INVALID_REQUEST, f"Host {headers.get('host')!r} is not allowed", 403)(scope, receive, send)
+        refusal = self._refusal(scope, headers)
+        if refusal is not None:
+            await refusal(scope, receive, send)
             return
-        limit = settings.max_body_bytes
-        length = headers.get("content-length")
-        if length is not None and (not length.isdigit() or int(length) > limit):
-            await self._too_large(limit)(scope, receive, send)
-            return
+        limit = self.service.config.settings.service.max_body_bytes
         identity = None
         authorization = headers.get("authorization", "")
         if authorization.lower().startswith("bearer "):
             identity = self.service.keys.identify(authorization[7:].strip())
         if scope["path"] not in OPEN_PATHS and self.service.keys.required and identity is None:
             reason = "a valid API key is required" if not authorization else "the API key is not valid"
-            response = envelope(ErrorCode.INVALID_REQUEST, f"unauthorized: {reason}", 401, {"WWW-Authenticate": "Bearer"})
-            await response(scope, receive, send)
+            await _refuse(401, f"unauthorized: {reason}", {"WWW-Authenticate": "Bearer"})(scope, receive, send)
             return
         named = headers.get(h.CLIENT, "")
         trusted_header = identity == BRIDGE or not self.service.keys.required
@@ -93,7 +103,35 @@ class Hygiene:
         except _BodyTooLarge:
             if not started:
                 await self._too_large(limit)(scope, receive, send)
+        except Exception as exc:  # a bug must cost one request, not the connection or the process
+            logger.exception("internal error answering %s %s", scope.get("method"), scope.get("path"))
+            if not started:
+                message = f"internal error in the gateway ({type(exc).__name__}); its log has the details"
+                await envelope(ErrorCode.PROVIDER_ERROR, message, 500)(scope, receive, send)
+
+    def _refusal(self, scope: Scope, headers: Headers) -> JSONResponse | None:
+        """The answer for a request that may not go further, or None."""
+        settings = self.service.config.settings.service
+        host = headers.get("host")
+        if not host_allowed(host, settings.allowed_hosts):
+            return _refuse(403, f"Host {host!r} is not allowed")
+        origin = headers.get("origin")
+        if origin is not None and origin not in settings.allowed_origins:
+            return _refuse(403, f"Origin {origin!r} is not allowed (browser pages may not call the gateway)")
+        path, method = scope["path"], scope.get("method", "GET")
+        if method == "POST" and path.startswith("/v1/"):
+            kind = headers.get("content-type", "").split(";", 1)[0].strip().lower()
+            if kind != JSON_TYPE:
+                return _refuse(415, f"request: the body must be {JSON_TYPE}, not {kind or 'untyped'}")
+        length = headers.get("content-length")
+        if length is not None and (not length.isdigit() or int(length) > settings.max_body_bytes):
+            return self._too_large(settings.max_body_bytes)
+        if self.service.key_errors and path != ALWAYS_OPEN:
+            problems = "; ".join(self.service.key_errors)
+            return envelope(ErrorCode.CONFIG_ERROR, f"the API key configuration is broken, so the gateway is "
+                            f"closed until it is fixed: {problems}", 503)
+        return None
 
     @staticmethod
     def _too_large(limit: int) -> JSONResponse:
-        return envelope(ErrorCode.INVALID_REQUEST, f"request body is larger than {limit} bytes", 413)
+        return _refuse(413, f"request body is larger than {limit} bytes")

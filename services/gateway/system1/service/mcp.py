@@ -17,9 +17,9 @@ from typing import Any
 import anyio
 import mcp_types as types
 from mcp.server.lowlevel import Server
-from mcp.server.stdio import stdio_server
 
 from .. import __version__
+from .stdio import serve_stdio
 from .tools import TOOLS, Backend
 
 logger = logging.getLogger(__name__)
@@ -92,9 +92,7 @@ def run_stdio(backend_factory: Callable[[], Awaitable[Any]], client: str) -> Non
     async def main() -> None:
         backend = await backend_factory()
         try:
-            server = build_server(backend, client)
-            async with stdio_server() as (read_stream, write_stream):
-                await server.run(read_stream, write_stream, server.create_initialization_options())
+            await serve_stdio(build_server(backend, client))
         finally:
             await backend.aclose()
 

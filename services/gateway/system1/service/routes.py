@@ -8,20 +8,25 @@ every lane is full, 503 for a broken config. (401/403/413 come from `Hygiene`.)
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
+import logging
+from collections.abc import Awaitable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response
 
 from ..core.result import Decision
-from ..core.schema import DecideResponse, ErrorCode, json_schemas
+from ..core.schema import MAX_JSON_DEPTH, DecideResponse, ErrorCode, RequestError, json_schemas
+from ..routing.hook import RouteEvent, parse_event
 from . import headers
 from .auth import BRIDGE
 from .hygiene import envelope
 from .metrics import CONTENT_TYPE
 from .service import Service
+
+
+logger = logging.getLogger(__name__)
 
 
 def _service(request: Request) -> Service:
@@ -44,8 +49,21 @@ def status_of(decision: Decision) -> tuple[int, dict[str, str]]:
     return 200, {}
 
 
-async def _unless_disconnected(request: Request, work: Any) -> Any:
-    """Run `work`, but cancel it (leaving its lane queue) if the client hangs up first."""
+async def read_json(request: Request) -> Any:
+    """The body as JSON; `RequestError` (a 400) for anything else. (What JSON allows but the
+    gateway refuses, such as NaN or lone surrogates, is refused by field where it is validated.)"""
+    try:
+        return json.loads(await request.body())
+    except RecursionError:
+        raise RequestError(f"request: JSON nested deeper than {MAX_JSON_DEPTH} levels") from None
+    except UnicodeDecodeError:
+        raise RequestError("request: body is not UTF-8 JSON") from None
+    except ValueError as exc:
+        raise RequestError(f"request: body is not valid JSON ({exc})") from None
+
+
+async def _unless_disconnected(request: Request, work: Awaitable[Decision]) -> Decision | None:
+    """Run `work`, but cancel it (leaving its lane queue) if the client hangs up first; None then."""
 
     async def hung_up() -> None:
         while (await request.receive())["type"] != "http.disconnect":
@@ -58,61 +76,74 @@ async def _unless_disconnected(request: Request, work: Any) -> Any:
         watcher.cancel()
         if not task.done():
             task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await watcher
-    if task.cancelled():
-        return None
-    return task.result()
+    # Let both finish: a cancelled decision must be done before its result is asked for.
+    await asyncio.gather(task, watcher, return_exceptions=True)
+    return None if task.cancelled() else task.result()
 
 
+DECIDE_RESPONSES: dict[int | str, dict[str, Any]] = {
+    code: {"model": DecideResponse, "description": description}
+    for code, description in {
+        400: "invalid_request: the envelope names the field and the reason",
+        401: "a valid API key is required",
+        403: "Host or Origin not allowed",
+        413: "body over [service] max_body_bytes",
+        415: "the body must be application/json",
+        429: "every provider's queue is full; see Retry-After",
+        503: "config_error: the gateway's config is broken",
+    }.items()
+}
+REQUEST_BODY = {"required": True, "content": {"application/json": {"schema": json_schemas()["request.json"]}}}
 
-@router.post("/v1/decide", response_model=DecideResponse, responses={400: {"model": DecideResponse}})
+
+@router.post("/v1/decide", response_model=DecideResponse, responses=DECIDE_RESPONSES,
+             openapi_extra={"requestBody": REQUEST_BODY})
 async def decide(request: Request, service: ServiceDep) -> JSONResponse:
     """Schema v1 request in, schema v1 envelope out (also on errors)."""
-    try:
-        payload = json.loads(await request.body())
-    except (ValueError, UnicodeDecodeError):
-        return envelope(ErrorCode.INVALID_REQUEST, "request: body is not valid JSON", 400)
+    payload = await read_json(request)
     client = request.state.system1_client
     priority = service.priority_of(client, request.headers.get(headers.PRIORITY))
     calibrate = request.headers.get(headers.CALIBRATION, "on").lower() != "off"
     decision = await _unless_disconnected(request, service.decide(payload, client, priority, calibrate))
-    if decision is None:  # nobody is waiting for this answer any more
+    if decision is None:
+        logger.info("client %s hung up before its decision was ready (499)", client)
         return JSONResponse({}, status_code=499)
     status, extra = status_of(decision)
     if decision.model:
         extra[headers.MODEL] = decision.model
     return JSONResponse(decision.envelope_json(), status_code=status, headers=extra)
 
-@router.post("/v1/route")
+
+@router.post("/v1/route", responses={code: DECIDE_RESPONSES[code] for code in (400, 401, 403, 413, 415)},
+             openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
+                 "schema": RouteEvent.model_json_schema(by_alias=True)}}}})
 async def route(request: Request, service: ServiceDep) -> JSONResponse:
     """The routing hook: a Claude Code hook event in, the context to add (or none) out."""
-    try:
-        event = json.loads(await request.body())
-    except (ValueError, UnicodeDecodeError):
-        return envelope(ErrorCode.INVALID_REQUEST, "request: body is not valid JSON", 400)
-    if not isinstance(event, dict):
-        return envelope(ErrorCode.INVALID_REQUEST, "request: the hook input must be a JSON object", 400)
+    event = parse_event(await read_json(request))
     outcome = await service.route(event, request.state.system1_client)
     return JSONResponse(outcome.as_dict())
+
 
 @router.get("/v1/health")
 async def health(service: ServiceDep) -> dict[str, Any]:
     """Gateway status and a cached probe of each engine in the chain."""
     return await service.health()
 
+
 @router.get("/v1/capabilities")
 async def capabilities(service: ServiceDep) -> dict[str, Any]:
     return await service.capabilities()
 
-@router.get("/v1/schema/{name}")
+
+@router.get("/v1/schema/{name}", responses={404: DECIDE_RESPONSES[400] | {"description": "no such schema"}})
 async def schema(name: str) -> JSONResponse:
     schemas = json_schemas()
     if name not in schemas:
         return envelope(ErrorCode.INVALID_REQUEST, f"no schema {name!r}; there are {sorted(schemas)}", 404)
     return JSONResponse(schemas[name])
 
-@router.post("/v1/reload")
+
+@router.post("/v1/reload", responses={403: DECIDE_RESPONSES[403], 409: {"description": "the new config is broken"}})
 async def reload(request: Request, service: ServiceDep) -> JSONResponse:
     """Re-read the config and calibration fits (the bridge token, or no keys configured)."""
     if service.keys.required and request.state.system1_identity != BRIDGE:
@@ -120,16 +151,19 @@ async def reload(request: Request, service: ServiceDep) -> JSONResponse:
     result = await service.reload()
     return JSONResponse(result, status_code=200 if result["reloaded"] else 409)
 
+
 @router.get("/healthz")
 async def healthz() -> dict[str, str]:
     """The process is alive; no engine is called."""
     return {"status": "alive"}
 
-@router.get("/readyz")
+
+@router.get("/readyz", responses={503: {"description": "the config is broken"}})
 async def readyz(service: ServiceDep) -> JSONResponse:
     """The config is loaded and the core is ready to decide."""
     body = {"ready": service.ready, "config_errors": list(service.gateway.errors)}
     return JSONResponse(body, status_code=200 if service.ready else 503)
+
 
 @router.get("/metrics")
 async def metrics(service: ServiceDep) -> Response:

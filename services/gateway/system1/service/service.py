@@ -20,7 +20,7 @@ from ..core.config import LoadedConfig, load_config
 from ..core.gateway import Gateway
 from ..core.lanes import BATCH, INTERACTIVE
 from ..core.result import Decision
-from ..routing.hook import Outcome, RoutingHook
+from ..routing.hook import Outcome, RouteEvent, RoutingHook
 from ..routing.log import RoutingLog
 from .auth import KeyRing, write_bridge_token
 from .metrics import Metrics
@@ -77,6 +77,9 @@ class Service:
 
     def _load_keys(self, config: LoadedConfig) -> None:
         self.keys, self.key_errors = KeyRing.load(config.settings.service.api_keys_file, self.env, self.bridge_token)
+        if self.key_errors:
+            logger.error("API keys are misconfigured, so every route but /healthz is closed: %s",
+                         "; ".join(self.key_errors))
 
     def _configure_edges(self, config: LoadedConfig) -> None:
         service = config.settings.service
@@ -159,7 +162,7 @@ class Service:
             self.request_log.record(decision, client, payload)
         return decision
 
-    async def route(self, event: dict[str, Any], client: str) -> Outcome:
+    async def route(self, event: RouteEvent, client: str) -> Outcome:
         """The routing hook's answer for one Claude Code hook event."""
         async with self._use() as gateway:
             return await RoutingHook(gateway, self.routing_log).route(event, client)
