@@ -91,3 +91,11 @@ def test_the_stdio_bridge_does_not_import_fastapi():
     code = "import sys, system1.cli, system1.service.bridge, system1.service.mcp, system1.commands.service; print('fastapi' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.stdout.split() == ["False"]
+
+
+def test_a_log_file_that_cannot_be_opened_is_reported_and_never_stops_the_gateway(env, tmp_path):
+    env = {**env, "SYSTEM1_LOG_FILE": str(tmp_path / "missing" / "dir" / "gateway.log")}
+    result = subprocess.run([sys.executable, "-m", "system1", "mcp", "--standalone"], input="", env=env,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and "Traceback" not in result.stderr
+    assert "cannot be opened" in result.stderr and "logging to stderr only" in result.stderr

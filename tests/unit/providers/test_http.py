@@ -6,11 +6,14 @@ import http.server
 import json
 import threading
 
+import httpx
 import pytest
 
 from system1.providers.base import ProviderError, Query
 from system1.providers.http import check_endpoint, engine_message, is_loopback, make_client, redact_url
 from system1.providers.systemone import SystemOneOptions, SystemOneProvider
+
+from ..helpers import FakeWire, json_reply
 
 pytestmark = pytest.mark.anyio
 
@@ -86,7 +89,6 @@ def test_engine_messages_are_read_from_the_common_shapes_and_shortened():
 
 
 async def test_engine_errors_carry_the_provider_the_url_without_credentials_and_the_status():
-    from ..helpers import FakeWire, json_reply
 
     options = SystemOneOptions(endpoint="http://ana:s3cret@127.0.0.1:8790")
     provider = SystemOneProvider(options, client=FakeWire(json_reply({"detail": "no such route"}, 404)).client())
@@ -105,3 +107,11 @@ def test_a_url_loses_its_user_and_password_and_nothing_else():
     with pytest.raises(ValueError) as caught:
         check_endpoint("ftp://ana:s3cret@engine", allow_remote=True)
     assert "s3cret" not in str(caught.value)
+
+
+async def test_a_key_the_engine_echoes_back_never_reaches_the_attempt_detail(monkeypatch):
+    monkeypatch.setenv("SYSTEM1_SYSTEMONE_API_KEY", "sk-live-0123456789")
+    wire = FakeWire(lambda request: httpx.Response(401, json={"error": f"bad key {request.headers['authorization']}"}))
+    with pytest.raises(ProviderError) as caught:
+        await SystemOneProvider(SystemOneOptions(), client=wire.client()).decide(None, Query("q?", ["a", "b"]), 5)
+    assert "sk-live" not in str(caught.value) and "bad key Bearer ***" in str(caught.value)

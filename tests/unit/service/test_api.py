@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 import threading
 
 import anyio
@@ -261,8 +262,9 @@ async def test_broken_key_settings_close_everything_but_liveness_and_never_show_
     assert f"{keys}:1" in message and "SYSTEM1_API_KEYS: entry 2" in message and "s3cret" not in message
 
 
-def test_a_client_that_hangs_up_leaves_the_queue(tmp_path):
+def test_a_client_that_hangs_up_leaves_the_queue(tmp_path, caplog):
     """Only a socket shows a client going away."""
+    caplog.set_level(logging.INFO, logger="system1")
     with running_service(tmp_path, MOCK + "[providers.mock]\ndelay_s = 3\n") as svc:
         lane = svc.service.gateway.lanes["mock"]
         holder = threading.Thread(target=lambda: httpx.post(f"{svc.url}/v1/decide", json=SEED, timeout=30))
@@ -279,3 +281,6 @@ def test_a_client_that_hangs_up_leaves_the_queue(tmp_path):
             holder.join(0.01)
         assert lane.queued == 0 and lane.in_flight == 1  # gone before the slot came free
         holder.join()
+    hang_ups = [r for r in caplog.records if "hung up" in r.getMessage()]
+    assert len(hang_ups) == 1 and "(499)" in hang_ups[0].getMessage()
+    assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]

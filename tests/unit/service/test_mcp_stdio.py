@@ -150,3 +150,29 @@ async def test_a_config_error_is_an_error_result_with_the_envelope(tmp_path):
         assert result.is_error and result.structured_content["error"]["code"] == "config_error"
         health = (await client.call_tool("system1_health", {})).structured_content
         assert health["status"] == "down" and health["config_errors"]
+
+
+def test_malformed_lines_get_a_json_rpc_error_and_calls_in_flight_finish_after_stdin_closes(tmp_path):
+    config = tmp_path / "config.toml"
+    config.write_text('[gateway]\nprovider = "mock"\n[providers.mock]\ndelay_s = 0.3\n')
+    env = {**os.environ, "SYSTEM1_CONFIG": str(config), "SYSTEM1_INSTALL_DIR": str(tmp_path / "state")}
+    with subprocess.Popen(
+        [sys.executable, "-m", "system1", "mcp", "--standalone"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
+    ) as process:
+        try:
+            _send(process, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})
+            _receive(process)
+            _send(process, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+            process.stdin.write("this is not json\n{\"not\": \"json-rpc\"}\n")
+            _send(process, {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                            "params": {"name": "system1_decide", "arguments": SEED_REQUEST}})
+            process.stdin.close()  # before the engine (0.3 s) has answered
+            replies = [json.loads(line) for line in process.stdout]
+            assert process.wait(timeout=30) == 0
+        finally:
+            if process.poll() is None:
+                process.kill()
+    assert [(r["id"], r["error"]["code"]) for r in replies[:2]] == [(None, -32700), (None, -32600)]
+    assert replies[2]["id"] == 2 and replies[2]["result"]["structuredContent"]["status"] == "decided"
