@@ -288,3 +288,13 @@ async def test_one_log_line_per_decision_with_the_request_id_and_question_only_a
         await g.decide({**SEED_REQUEST, "request_id": "rid-8"})
     assert SEED_REQUEST["question"] in caplog.text
     assert all(r.request_id == "rid-8" for r in caplog.records if r.name == "system1.core.gateway")
+
+
+async def test_a_request_over_the_work_budget_is_refused_before_any_engine_is_asked(tmp_path):
+    options = [f"option {i}: " + "x" * 480 for i in range(256)]  # 256 distinct 500-character options
+    response = await gateway(tmp_path).decide({"question": "Which one?", "options": options})
+    assert response.error.code.value == "invalid_request" and response.attempts == []
+    assert "over the budget of 100,000 ([gateway] max_work)" in response.error.message
+    small = gateway(tmp_path, '[gateway]\nprovider = "mock"\nmax_work = 1000\n')
+    assert (await small.decide({"question": "q?", "options": ["a", "b"], "context": {"log": "y" * 2000}})).status == "error"
+    assert (await small.decide({"question": "q?", "options": ["a", "b"]})).status == "decided"

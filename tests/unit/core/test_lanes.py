@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import anyio
 import pytest
@@ -138,6 +139,24 @@ async def test_queued_requests_with_the_same_questions_share_one_pass_and_get_th
     assert results["different"][0]["q"] == "Is it billing?"
 
 
+async def test_a_batch_pass_never_carries_more_than_the_work_budget():
+    provider = Gated(max_batch=8)
+    lane = Lane(provider, max_work=100)
+
+    async def ask(state, work):
+        await lane.run(state, [Q], "c", INTERACTIVE, 5, work)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(ask, "first", 10)
+        await settle()
+        for state, work in [("a", 60), ("b", 30), ("big", 50), ("c", 10)]:
+            tg.start_soon(ask, state, work)
+        await settle()
+        provider.release.set()
+    # a + b + c = 100 fit one pass; big (50) would have passed the budget, so it waits its turn.
+    assert provider.passes == [["first"], ["a", "b", "c"], ["big"]]
+
+
 async def test_engines_without_a_batch_endpoint_get_one_request_per_pass():
     provider = Gated(batch=False)
     lane = Lane(provider)
@@ -228,3 +247,33 @@ async def test_the_lane_reports_depth_passes_and_batch_sizes():
         assert recorder.lanes[-1] == (2, 1)
         provider.release.set()
     assert recorder.passes == [1, 2] and recorder.lanes[-1] == (0, 0)
+
+
+async def test_a_request_waiting_past_its_timeout_is_a_problem_health_reports(monkeypatch):
+    provider = Gated()
+    lane = Lane(provider)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: lane.run("held", [Q], "c", INTERACTIVE, 5))
+        await settle()
+        tg.start_soon(lambda: lane.run("waiting", [Q], "c", INTERACTIVE, 5))
+        await settle()
+        assert lane.problem(timeout_s=5) is None
+        later = time.monotonic() + 6
+        monkeypatch.setattr("system1.core.lanes.time.monotonic", lambda: later)
+        assert "a request has waited 6.0 s for the engine (timeout 5 s)" in lane.problem(timeout_s=5)
+        provider.release.set()
+
+
+async def test_a_pass_running_far_longer_than_usual_is_a_problem(monkeypatch):
+    provider = Gated()
+    lane = Lane(provider)
+    provider.release.set()
+    await lane.run("quick", [Q], "c", INTERACTIVE, 5)  # sets what is usual
+    provider.release = asyncio.Event()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: lane.run("slow", [Q], "c", INTERACTIVE, 60))
+        await settle()
+        later = time.monotonic() + 2
+        monkeypatch.setattr("system1.core.lanes.time.monotonic", lambda: later)
+        assert "an engine pass has run 2.0 s; passes usually take" in lane.problem(timeout_s=60)
+        provider.release.set()

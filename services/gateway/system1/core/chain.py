@@ -4,6 +4,8 @@
 - Every try is an `Attempt` with outcome, latency and detail.
 - Each try is bounded by the per-attempt timeout and by what is left of the caller's budget,
   with asyncio (the adapter also gets it for its I/O).
+- A provider whose circuit is open (see `breaker.py`) is skipped without a try; the attempt
+  (outcome `error`) says so and when it will be tried again.
 - Answers are checked against their questions here (`check_answer`), so a wrong answer is
   `malformed` whatever the engine.
 
@@ -30,6 +32,8 @@ from ..providers.base import (
     Query,
     check_answer,
 )
+from .breaker import Breaker
+from .events import Observer
 from .lanes import Lane
 from .schema import Attempt, ErrorCode, Outcome
 
@@ -67,17 +71,21 @@ class ChainAnswer:
 
 class Chain:
     def __init__(self, names: list[str], providers: Mapping[str, Provider], lanes: Mapping[str, Lane],
-                 timeout_s: float) -> None:
+                 timeout_s: float, observer: Observer) -> None:
         self.names = names
         self.providers = providers
         self.lanes = lanes
         self.timeout_s = timeout_s
+        self.observer = observer
+        self.breakers = {name: Breaker(p.options.breaker_failures, p.options.breaker_cooldown_s)
+                         for name, p in providers.items()}
 
     async def ask(
-        self, state: Any, queries: list[Query], client: str, priority: int, budget_s: float | None = None
+        self, state: Any, queries: list[Query], client: str, priority: int, budget_s: float | None = None,
+        work: int = 0,
     ) -> ChainAnswer:
-        """`queries` about `state`, from the first provider that answers within its timeout and
-        the overall `budget_s`."""
+        """`queries` about `state` (`work` characters, see `work.py`), from the first provider
+        that answers within its timeout and the overall `budget_s`."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + (budget_s if budget_s is not None else self.timeout_s * len(self.names))
         result = ChainAnswer()
@@ -86,8 +94,22 @@ class Chain:
             timeout_s = min(self.timeout_s, deadline - loop.time())
             if timeout_s <= 0:
                 break
+            breaker = self.breakers[name]
+            before = breaker.state
+            allowed = breaker.allow()
+            self._report(name, breaker, before)
+            if not allowed:
+                detail = (f"skipped: the circuit is open after {breaker.failures} consecutive failures; "
+                          f"tried again in {breaker.retry_in_s():.0f} s")
+                result.attempts.append(Attempt(provider=name, outcome="error", latency_ms=0, detail=detail))
+                continue
             started = time.perf_counter()
-            answers, outcome, detail, hint = await self._try(name, state, queries, client, priority, timeout_s)
+            try:
+                answers, outcome, detail, hint = await self._try(name, state, queries, client, priority, timeout_s, work)
+            except BaseException:  # cancelled: no verdict on the engine
+                breaker.released()
+                raise
+            self._judge(name, breaker, outcome, hint)
             if answers is not None and all(a.abstain for a in answers):
                 outcome, detail = "abstained", answers[0].rationale
             result.attempts.append(Attempt(provider=name, outcome=outcome, latency_ms=ms(time.perf_counter() - started),
@@ -101,14 +123,30 @@ class Chain:
             result.retry_after_s = min(hints)
         return result
 
+    def _judge(self, name: str, breaker: Breaker, outcome: Outcome, turned_away: int | None) -> None:
+        before = breaker.state
+        if turned_away is not None:
+            breaker.released()
+        elif outcome in ("timeout", "error"):
+            breaker.failed()
+        else:
+            breaker.succeeded()
+        self._report(name, breaker, before)
+
+    def _report(self, name: str, breaker: Breaker, before: str) -> None:
+        if breaker.state != before:
+            logger.warning("the circuit of %s is now %s", name, breaker.state)
+            self.observer.circuit(name, breaker.state)
+
     async def _try(
-        self, name: str, state: Any, queries: list[Query], client: str, priority: int, timeout_s: float
+        self, name: str, state: Any, queries: list[Query], client: str, priority: int, timeout_s: float, work: int
     ) -> tuple[list[EngineAnswer] | None, Outcome, str | None, int | None]:
         """One try of one provider: checked answers, or None with the failure's outcome, detail
         and (when turned away) retry hint."""
         provider = self.providers[name]
         try:
-            raws = await asyncio.wait_for(self.lanes[name].run(state, queries, client, priority, timeout_s), timeout_s)
+            lane = self.lanes[name].run(state, queries, client, priority, timeout_s, work)
+            raws = await asyncio.wait_for(lane, timeout_s)
             if len(raws) != len(queries):
                 raise MalformedResponse(f"{len(raws)} answers for {len(queries)} questions")
             answers = [check_answer(raw, query, provider.model_id) for raw, query in zip(raws, queries)]

@@ -24,5 +24,8 @@ class Observer:
     def lane(self, provider: str, queued: int, in_flight: int) -> None:
         """A lane's queue depth and passes in flight, after every change."""
 
+    def circuit(self, provider: str, state: str) -> None:
+        """A provider's circuit changed state: closed, open or half-open."""
+
     def engine_up(self, provider: str, ok: bool) -> None:
         """A health probe's verdict."""

@@ -27,6 +27,7 @@ from .lanes import INTERACTIVE, Lane
 from .logs import log_decision, request_id_var
 from .result import Decision
 from .schema import MAX_OPTIONS, ErrorCode, RequestError, new_request_id, parse_request
+from .work import over_budget, work_of
 
 logger = logging.getLogger(__name__)
 
@@ -50,11 +51,12 @@ class Gateway:
         self.providers: dict[str, Provider] = dict(providers or {})
         if not self.errors and providers is None:
             self._build_providers()
-        self.lanes = {name: Lane(p, self.observer) for name, p in self.providers.items()}
         gateway = config.settings.gateway
+        self.lanes = {name: Lane(p, self.observer, gateway.max_work) for name, p in self.providers.items()}
         names = [n for n in config.settings.chain if n in self.providers]
-        self.chain = Chain(names, self.providers, self.lanes, gateway.timeout_s)
-        self.monitor = HealthMonitor(config.settings.chain, self.providers, gateway.timeout_s, self.observer)
+        self.chain = Chain(names, self.providers, self.lanes, gateway.timeout_s, self.observer)
+        self.monitor = HealthMonitor(config.settings.chain, self.providers, self.lanes, self.chain.breakers,
+                                     gateway.timeout_s, self.observer)
         self.calibrator = calibrator or Calibrator.load(config.install_dir / LOCAL_FITS_NAME)
 
     def _build_providers(self) -> None:
@@ -132,7 +134,11 @@ class Gateway:
                     for _ in queries]
         if self.errors:
             return [Decision.failed(ErrorCode.CONFIG_ERROR, "; ".join(self.errors), request_id) for _ in queries]
-        answer = await self.chain.ask(state, queries, client, priority, budget_s)
+        work = work_of(state, queries)
+        refusal = over_budget(work, self.config.settings.gateway.max_work)
+        if refusal:
+            return [Decision.failed(ErrorCode.INVALID_REQUEST, refusal, request_id) for _ in queries]
+        answer = await self.chain.ask(state, queries, client, priority, budget_s, work)
         return [self._conclude(request_id, answer, i, query, threshold, calibrate) for i, query in enumerate(queries)]
 
     def _conclude(

@@ -1,8 +1,12 @@
-"""Health: probes of the chain's engines, cached and shared, and the overall status.
+"""Health: probes of the chain's engines, cached and shared, with each lane's and circuit's
+state, and the overall status.
 
 A probe is bounded by `HEALTH_TIMEOUT_S` (or the attempt timeout, if shorter) and never raises.
 Callers asking at the same moment share one probe; a cached one is reused while it is younger
-than the caller's `max_age_s`, so health requests never stampede an engine.
+than the caller's `max_age_s`, so health requests never stampede an engine. An engine serves
+only if its probe passed, its circuit is not open and its lane has no problem (a request
+waiting past its timeout, passes far slower than usual): the status is `ok` when the primary
+serves, `degraded` when only a fallback does.
 """
 
 from __future__ import annotations
@@ -13,8 +17,10 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from ..providers.base import Provider
+from .breaker import Breaker
 from .chain import ms
 from .events import Observer
+from .lanes import Lane
 
 HEALTH_TIMEOUT_S = 5.0
 Status = Literal["ok", "degraded", "down", "paused"]
@@ -26,17 +32,25 @@ def overall_status(paused: bool, config_errors: list[str], probes: list[dict[str
         return "paused"
     if config_errors or not probes:
         return "down"
-    if probes[0]["ok"]:
+    if serving(probes[0]):
         return "ok"
-    if any(p["ok"] for p in probes[1:]):
+    if any(serving(p) for p in probes):
         return "degraded"
     return "down"
 
 
+def serving(probe: dict[str, Any]) -> bool:
+    return probe["ok"] and probe.get("circuit") != "open" and not probe.get("problem")
+
+
 class HealthMonitor:
-    def __init__(self, chain: list[str], providers: Mapping[str, Provider], timeout_s: float, observer: Observer) -> None:
+    def __init__(self, chain: list[str], providers: Mapping[str, Provider], lanes: Mapping[str, Lane],
+                 breakers: Mapping[str, Breaker], timeout_s: float, observer: Observer) -> None:
         self.names = [name for name in chain if name in providers]
         self.providers = providers
+        self.lanes = lanes
+        self.breakers = breakers
+        self.request_timeout_s = timeout_s
         self.timeout_s = min(timeout_s, HEALTH_TIMEOUT_S)
         self.observer = observer
         self._probes: dict[str, tuple[float, dict[str, Any]]] = {}
@@ -69,9 +83,12 @@ class HealthMonitor:
         return await asyncio.shield(task)
 
     async def check(self, max_age_s: float = 0.0) -> list[dict[str, Any]]:
-        """Each engine in the chain: name, role, ok, latency and detail."""
+        """Each engine in the chain: name, role, probe (ok, latency, detail), its circuit, its
+        lane's queue and passes in flight, and the lane's problem if it has one."""
         probes = await asyncio.gather(*(self.probe(n, max_age_s) for n in self.names))
         return [
-            {"name": name, "role": "primary" if i == 0 else "fallback", **probe}
+            {"name": name, "role": "primary" if i == 0 else "fallback", **probe,
+             "circuit": self.breakers[name].state, "queued": self.lanes[name].queued,
+             "in_flight": self.lanes[name].in_flight, "problem": self.lanes[name].problem(self.request_timeout_s)}
             for i, (name, probe) in enumerate(zip(self.names, probes))
         ]

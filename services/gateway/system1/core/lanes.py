@@ -7,10 +7,12 @@
   benchmarks), and round-robin across clients within each, so one client's flood cannot starve
   another.
 - For engines with a batch endpoint, queued requests that ask the same questions are merged
-  into one pass (up to `max_batch` states). A request that arrives at an idle lane is sent at
-  once: batching only ever collects what is already waiting.
+  into one pass (up to `max_batch` states, and never past the work budget of one pass). A
+  request that arrives at an idle lane is sent at once: batching only ever collects what is
+  already waiting.
 - The caller bounds the whole wait (queue plus engine) with its own timeout; a request that
-  gives up leaves the queue, and a pass gets the longest remaining deadline of what it carries.
+  gives up leaves the queue, and a pass gets, and is cut off at, the longest remaining deadline
+  of what it carries.
 """
 
 from __future__ import annotations
@@ -37,7 +39,9 @@ class _Job:
     priority: int
     deadline: float
     key: tuple
+    work: int
     future: asyncio.Future = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+    enqueued: float = field(default_factory=time.monotonic)
 
 
 def batch_key(queries: list[Query]) -> tuple:
@@ -45,29 +49,33 @@ def batch_key(queries: list[Query]) -> tuple:
 
 
 class Lane:
-    def __init__(self, provider: Provider, observer: Observer | None = None) -> None:
+    def __init__(self, provider: Provider, observer: Observer | None = None, max_work: int = 0) -> None:
         options = provider.options
         self.provider = provider
         self.name = provider.name
         self.slots = options.slots
         self.max_queue = options.max_queue
         self.max_batch = options.max_batch if provider.capabilities().batch else 1
+        self.max_work = max_work  # per pass; 0: unbounded
         self.observer = observer or Observer()
         self.in_flight = 0
         self.queued = 0
         self._queues: tuple[OrderedDict[str, deque[_Job]], ...] = (OrderedDict(), OrderedDict())
-        self._pass_seconds = 0.05  # running mean of a pass, for the retry hint
+        self._pass_seconds = 0.05  # recent mean of a pass: the retry hint
+        self._usual_seconds: float | None = None  # slow mean: what "far slower than usual" means
+        self._running: dict[asyncio.Task, float] = {}  # passes in flight and when they began
         self._tasks: set[asyncio.Task] = set()
 
     async def run(
-        self, state: Any, queries: list[Query], client: str, priority: int, timeout_s: float
+        self, state: Any, queries: list[Query], client: str, priority: int, timeout_s: float, work: int = 0
     ) -> list[Any]:
-        """Answer `queries` about `state` through this lane; the caller bounds the wait."""
+        """Answer `queries` about `state` (`work` characters) through this lane; the caller bounds
+        the wait."""
         if self.in_flight >= self.slots and self.queued >= self.max_queue:
             raise Overloaded(f"{self.name} is overloaded: {self.queued} requests waiting", self.retry_after_s(),
                              provider=self.name)
         loop = asyncio.get_running_loop()
-        job = _Job(state, queries, client, priority, loop.time() + timeout_s, batch_key(queries))
+        job = _Job(state, queries, client, priority, loop.time() + timeout_s, batch_key(queries), work)
         self._enqueue(job)
         self._dispatch()
         try:
@@ -76,6 +84,25 @@ class Lane:
             if not job.future.done():
                 job.future.cancel()
             self._forget(job)
+
+    def problem(self, timeout_s: float) -> str | None:
+        """Why this lane is not serving as it should, or None: a request waiting longer than
+        its timeout, a pass running far longer than usual, or passes far slower than usual."""
+        now = time.monotonic()
+        waits = [now - job.enqueued for queues in self._queues for queue in queues.values() for job in queue]
+        if waits and max(waits) > timeout_s:
+            return f"{self.name}: a request has waited {max(waits):.1f} s for the engine (timeout {timeout_s:g} s)"
+        usual = self._usual_seconds
+        if usual is None:
+            return None
+        limit = max(1.0, 10 * usual)
+        running = max((now - began for began in self._running.values()), default=0.0)
+        if running > limit:
+            return f"{self.name}: an engine pass has run {running:.1f} s; passes usually take {usual * 1000:.0f} ms"
+        if self._pass_seconds > limit / 2:
+            return (f"{self.name}: engine passes take {self._pass_seconds * 1000:.0f} ms lately; "
+                    f"usually {usual * 1000:.0f} ms")
+        return None
 
     def retry_after_s(self) -> int:
         waiting_passes = math.ceil((self.queued + 1) / (self.slots * self.max_batch))
@@ -112,15 +139,20 @@ class Lane:
                     return job
         return None
 
-    def _companions(self, key: tuple, room: int) -> list[_Job]:
-        """Queued jobs asking the same questions, interactive ones first, up to `room`."""
+    def _companions(self, first: _Job, room: int) -> list[_Job]:
+        """Queued jobs asking the same questions as `first`, interactive ones first, up to `room`
+        and within the work budget of one pass."""
         taken: list[_Job] = []
+        work = first.work
         for queues in self._queues:
             for client in list(queues):
                 queue = queues[client]
-                for job in [j for j in queue if j.key == key and not j.future.done()]:
+                for job in [j for j in queue if j.key == first.key and not j.future.done()]:
                     if len(taken) >= room:
                         return taken
+                    if self.max_work and work + job.work > self.max_work:
+                        continue
+                    work += job.work
                     queue.remove(job)
                     self.queued -= 1
                     taken.append(job)
@@ -134,11 +166,13 @@ class Lane:
             job = self._next()
             if job is None:
                 break
-            jobs = [job, *self._companions(job.key, self.max_batch - 1)]
+            jobs = [job, *self._companions(job, self.max_batch - 1)]
             self.in_flight += 1
             task = asyncio.create_task(self._pass(jobs))
             self._tasks.add(task)
+            self._running[task] = time.monotonic()
             task.add_done_callback(self._tasks.discard)
+            task.add_done_callback(lambda t: self._running.pop(t, None))
         self._report()
 
     async def _pass(self, jobs: list[_Job]) -> None:
@@ -146,10 +180,13 @@ class Lane:
         timeout_s = max(0.001, max(j.deadline for j in jobs) - loop.time())
         started = time.perf_counter()
         try:
+            # The pass itself is bounded too: an adapter that ignores its timeout cannot hold the slot.
             if len(jobs) == 1:
-                results = [await self.provider.decide_many(jobs[0].state, jobs[0].queries, timeout_s)]
+                call = self.provider.decide_many(jobs[0].state, jobs[0].queries, timeout_s)
+                results = [await asyncio.wait_for(call, timeout_s)]
             else:
-                results = await self.provider.decide_batch([j.state for j in jobs], jobs[0].queries, timeout_s)
+                call = self.provider.decide_batch([j.state for j in jobs], jobs[0].queries, timeout_s)
+                results = await asyncio.wait_for(call, timeout_s)
             for job, result in zip(jobs, results):
                 if not job.future.done():
                     job.future.set_result(result)
@@ -161,6 +198,7 @@ class Lane:
         finally:
             seconds = time.perf_counter() - started
             self._pass_seconds = 0.8 * self._pass_seconds + 0.2 * seconds
+            self._usual_seconds = seconds if self._usual_seconds is None else 0.98 * self._usual_seconds + 0.02 * seconds
             self.in_flight -= 1
             self.observer.engine_pass(self.name, len(jobs), seconds)
             self._dispatch()

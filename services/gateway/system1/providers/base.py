@@ -157,7 +157,8 @@ class ProviderOptions(BaseModel):
     """Settings of one provider, from `[providers.<name>]` or `SYSTEM1_<NAME>_<KEY>`.
 
     The lane keys apply to every provider: engine passes in flight at once, requests that may
-    wait, and how many queued requests one batch pass may carry.
+    wait, and how many queued requests one batch pass may carry; and the circuit breaker's:
+    consecutive timeouts or errors that open it (0: never) and how long it stays open.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -165,6 +166,8 @@ class ProviderOptions(BaseModel):
     slots: int = Field(default=1, ge=1, le=64)
     max_queue: int = Field(default=64, ge=0, le=10_000)
     max_batch: int = Field(default=32, ge=1, le=64)
+    breaker_failures: int = Field(default=3, ge=0, le=1000)
+    breaker_cooldown_s: float = Field(default=30.0, gt=0.0, le=3600.0)
 
 
 class Provider(abc.ABC):

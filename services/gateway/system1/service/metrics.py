@@ -29,6 +29,7 @@ BATCH_BUCKETS = (1, 2, 4, 8, 16, 32, 64)
 CONFIDENCE_BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1.0)
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 OTHER = "other"
+CIRCUIT_STATES = {"closed": 0, "open": 1, "half-open": 2}
 
 # `*_created` series double the output and no dashboard here reads them.
 disable_created_metrics()
@@ -61,6 +62,8 @@ class Metrics(Observer):
                                     buckets=CONFIDENCE_BUCKETS, registry=r)
         self.client_decisions = Counter("system1_client_decisions", "Decisions per configured client.",
                                         ["client"], registry=r)
+        self.circuit_state = Gauge("system1_circuit_state", "A provider's circuit: 0 closed, 1 open, 2 half-open.",
+                                   ["provider"], registry=r)
         self.mcp_sessions = Gauge("system1_mcp_sessions", "Open MCP sessions over /mcp.", registry=r)
         self.overloaded = Counter("system1_overloaded", "Requests turned away because every lane was full.",
                                   registry=r)
@@ -94,6 +97,9 @@ class Metrics(Observer):
     def lane(self, provider: str, queued: int, in_flight: int) -> None:
         self.queue_depth.labels(provider).set(queued)
         self.in_flight.labels(provider).set(in_flight)
+
+    def circuit(self, provider: str, state: str) -> None:
+        self.circuit_state.labels(provider).set(CIRCUIT_STATES[state])
 
     def engine_up(self, provider: str, ok: bool) -> None:
         self.engine_up_gauge.labels(provider).set(1 if ok else 0)
