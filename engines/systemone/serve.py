@@ -5,7 +5,8 @@
 
 Binds 127.0.0.1 unless told otherwise (the container binds its internal address and names the
 Host it answers to with --allowed-host). Set SYSTEM1_SYSTEMONE_API_KEY to require a bearer
-token. See systemone_engine/app.py for the contract and systemone_engine/backends.py for the
+token. A pass uses as many BLAS threads as the process has CPUs (affinity and cgroup quota),
+or SYSTEMONE_THREADS; one request may make the engine read at most --max-work characters. See systemone_engine/app.py for the contract and systemone_engine/backends.py for the
 engines.
 """
 
@@ -19,6 +20,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+# Before NumPy is imported: its BLAS reads the thread count once, at load.
+from systemone_engine.threads import configure_threads  # noqa: E402
+
+THREADS = configure_threads(os.environ.get("SYSTEMONE_THREADS"))
+
+from systemone_engine.app import DEFAULT_MAX_WORK  # noqa: E402
 from systemone_engine.backends import ENGINES, load  # noqa: E402
 
 
@@ -31,6 +38,8 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=int(os.environ.get("SYSTEMONE_PORT", "8790")))
     parser.add_argument("--allowed-host", action="append", default=[],
                         help="a Host name to answer besides 127.0.0.1 and localhost (repeatable)")
+    parser.add_argument("--max-work", type=int, default=int(os.environ.get("SYSTEMONE_MAX_WORK", DEFAULT_MAX_WORK)),
+                        help="characters one request may make the engine read (default %(default)s)")
     args = parser.parse_args()
 
     import uvicorn
@@ -39,9 +48,10 @@ def main() -> None:
 
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     engine = load(args.engine, args.model)
-    logging.getLogger("systemone").info("engine %s, model %s, device %s", engine.name, engine.model, engine.device)
+    logging.getLogger("systemone").info("engine %s, model %s, device %s, %d threads per pass",
+                                        engine.name, engine.model, engine.device, THREADS)
     extra = args.allowed_host + [h for h in os.environ.get("SYSTEMONE_ALLOWED_HOSTS", "").split(",") if h]
-    app = create_app(engine, args.port, extra, os.environ.get("SYSTEM1_SYSTEMONE_API_KEY", ""))
+    app = create_app(engine, args.port, extra, os.environ.get("SYSTEM1_SYSTEMONE_API_KEY", ""), args.max_work)
     uvicorn.run(app, host=args.host, port=args.port, log_config=None, access_log=False)
 
 

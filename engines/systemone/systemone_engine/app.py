@@ -8,9 +8,13 @@
 - `GET /health` names the engine, model and device; `GET /metrics` is Prometheus text.
 
 Protection, since any local process (and a web page, through DNS rebinding) can reach loopback:
-only allowed `Host` values, bodies that are JSON objects of at most 1 MB, at most 16 questions
-and 256 options, and a bearer token when `SYSTEM1_SYSTEMONE_API_KEY` is set. Errors are
-`{"error": {"message", "field"}}`.
+only allowed `Host` values, bodies that are JSON objects of at most 1 MB (no NaN, no lone
+surrogates, nested at most 32 levels), at most 16 questions and 256 options, a work budget per
+request (`max_work` characters: for every state and question, the state, the instructions and
+every option), and a bearer token when `SYSTEM1_SYSTEMONE_API_KEY` is set (`/metrics` too).
+Work whose client has gone, or whose deadline (`X-System1-Timeout-Ms`, sent by the gateway)
+has passed, is stopped between encoder steps and answered 503. Every error, an engine failure
+included, is JSON: `{"error": {"message", "field"}}`.
 """
 
 from __future__ import annotations
@@ -18,6 +22,9 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
+import logging
+import math
+import threading
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -28,12 +35,17 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from .backends import Engine, Question
+from .backends import Abandoned, Engine, Question, state_text
 
 MAX_BODY_BYTES = 1_048_576
 MAX_QUESTIONS = 16
 MAX_OPTIONS = 256
 MAX_STATES = 64
+MAX_DEPTH = 32
+DEFAULT_MAX_WORK = 250_000
+TIMEOUT_HEADER = "x-system1-timeout-ms"
+
+logger = logging.getLogger("systemone")
 
 
 class BadRequest(Exception):
@@ -85,13 +97,64 @@ def parse_questions(raw: Any, max_options: int) -> list[Question]:
     return parsed
 
 
+def read_json(body: bytes) -> Any:
+    """The body as JSON, or `BadRequest` saying why not."""
+
+    def no_constant(name: str) -> Any:
+        raise ValueError(f"{name} is not a JSON number")
+
+    try:
+        payload = json.loads(body, parse_constant=no_constant)
+    except RecursionError:
+        raise BadRequest(400, f"body nests deeper than {MAX_DEPTH} levels") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BadRequest(400, f"body must be valid JSON ({exc})") from None
+    if not isinstance(payload, dict):
+        raise BadRequest(400, "body must be a JSON object")
+    walk(payload, "", 0)
+    return payload
+
+
+def walk(value: Any, field: str, depth: int) -> None:
+    """Refuse nesting past `MAX_DEPTH` and text that is not Unicode (lone surrogates)."""
+    if depth > MAX_DEPTH:
+        raise BadRequest(400, f"nests deeper than {MAX_DEPTH} levels", field or None)
+    if isinstance(value, str):
+        if any("\ud800" <= ch <= "\udfff" for ch in value):
+            raise BadRequest(400, "text holds a lone surrogate, which is not Unicode", field or None)
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise BadRequest(400, "not a finite number", field or None)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            walk(key, field, depth + 1)
+            walk(item, f"{field}.{key}".lstrip("."), depth + 1)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            walk(item, f"{field}.{index}".lstrip("."), depth + 1)
+
+
+def work_of(states: list[Any], questions: list[Question]) -> int:
+    """Characters one pass reads: for every state and question, the state, the instructions and
+    every option."""
+    per_state = sum(len(q.instructions) + sum(len(t) for t in q.texts) for q in questions)
+    return sum(len(state_text(s)) * len(questions) + per_state for s in states)
+
+
+def deadline_of(request: Request) -> float | None:
+    raw = request.headers.get(TIMEOUT_HEADER, "")
+    if not raw.isdigit():
+        return None
+    return time.monotonic() + min(int(raw), 600_000) / 1000
+
+
 def check_state(state: Any, field: str) -> Any:
     if state is None or not isinstance(state, (str, dict, list)):
         raise BadRequest(422, "state must be a string, an object or an array", field)
     return state
 
 
-def create_app(engine: Engine, port: int, allowed_hosts: Iterable[str] = (), api_key: str = "") -> Starlette:
+def create_app(engine: Engine, port: int, allowed_hosts: Iterable[str] = (), api_key: str = "",
+               max_work: int = DEFAULT_MAX_WORK) -> Starlette:
     hosts = {"127.0.0.1", "localhost", "[::1]", *allowed_hosts}
     allowed = {h.lower() for h in hosts} | {f"{h}:{port}".lower() for h in hosts}
     slot = asyncio.Lock()  # one pass at a time: the gateway's lane queues and batches in front
@@ -101,59 +164,103 @@ def create_app(engine: Engine, port: int, allowed_hosts: Iterable[str] = (), api
                         buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
     states_per_pass = Histogram("systemone_pass_states", "States answered by one pass.", registry=registry,
                                 buckets=(1, 2, 4, 8, 16, 32, 64))
+    abandoned = Counter("systemone_abandoned_passes", "Passes stopped because the client left or its deadline passed.",
+                        registry=registry)
 
-    async def guarded(request: Request, endpoint: str) -> Response:
-        response = await _guarded(request)
-        requests.labels(endpoint, str(response.status_code)).inc()
-        return response
-
-    async def _guarded(request: Request) -> Response:
+    def refusal(request: Request) -> Response | None:
         if request.headers.get("host", "").lower() not in allowed:
             return error(403, f"Host {request.headers.get('host')!r} is not allowed", "host")
         if api_key:
             presented = request.headers.get("authorization", "")
             if not hmac.compare_digest(presented.encode(), f"Bearer {api_key}".encode()):
                 return error(401, "missing or invalid bearer token", None, {"WWW-Authenticate": "Bearer"})
-        if request.url.path == "/health":
+        return None
+
+    async def guarded(request: Request, endpoint: str) -> Response:
+        response = refusal(request) or await _answer(request, endpoint)
+        requests.labels(endpoint, str(response.status_code)).inc()
+        return response
+
+    async def _answer(request: Request, endpoint: str) -> Response:
+        if endpoint == "health":
             return JSONResponse({"status": "ok", "engine": engine.name, "model": engine.model, "device": engine.device,
                                  "max_options": min(MAX_OPTIONS, engine.max_options), "batch": True})
+        try:
+            states, questions = await parse(request, endpoint == "batch")
+        except BadRequest as exc:
+            return error(exc.status, exc.message, exc.field)
+        try:
+            answers, tokens = await run(request, states, questions)
+        except Abandoned:
+            abandoned.inc()
+            return error(503, "stopped: the client left or its deadline passed", None)
+        except Exception as exc:  # the engine's own failure is still a JSON answer
+            logger.exception("the engine failed")
+            return error(500, f"the engine failed ({type(exc).__name__})", None)
+        replies = [{"model": engine.model, "answers": a, "usage": {"input_tokens": tokens // len(states), "output_tokens": 0}}
+                   for a in answers]
+        if endpoint == "batch":
+            return JSONResponse({"results": replies, "total_usage": {"input_tokens": tokens, "output_tokens": 0}})
+        return JSONResponse(replies[0])
+
+    async def parse(request: Request, batch: bool) -> tuple[list[Any], list[Question]]:
         declared = request.headers.get("content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > MAX_BODY_BYTES):
-            return error(413, f"body over {MAX_BODY_BYTES} bytes", None)
+            raise BadRequest(413, f"body over {MAX_BODY_BYTES} bytes")
         body = b""
         async for chunk in request.stream():
             body += chunk
             if len(body) > MAX_BODY_BYTES:
-                return error(413, f"body over {MAX_BODY_BYTES} bytes", None)
+                raise BadRequest(413, f"body over {MAX_BODY_BYTES} bytes")
+        payload = read_json(body)
+        questions = parse_questions(payload.get("questions"), engine.max_options)
+        if batch:
+            states = payload.get("states")
+            if not isinstance(states, list) or not states:
+                raise BadRequest(422, "states must be a non-empty array", "states")
+            if len(states) > MAX_STATES:
+                raise BadRequest(413, f"at most {MAX_STATES} states per batch (got {len(states)})", "states")
+            states = [check_state(s, f"states.{i}") for i, s in enumerate(states)]
+        else:
+            states = [check_state(payload.get("state"), "state")]
+        work = work_of(states, questions)
+        if work > max_work:
+            raise BadRequest(413, f"needs {work:,} characters of work, over this engine's budget of {max_work:,}",
+                             "questions")
+        return states, questions
+
+    async def run(request: Request, states: list[Any], questions: list[Question]) -> tuple[list[dict[str, Any]], int]:
+        """One pass, stopped between steps once the client has gone or the deadline has passed."""
+        deadline = deadline_of(request)
+        gone = threading.Event()
+
+        async def watch() -> None:
+            while (await request.receive())["type"] != "http.disconnect":
+                pass
+            gone.set()
+
+        def stop() -> bool:
+            return gone.is_set() or (deadline is not None and time.monotonic() > deadline)
+
+        watcher = asyncio.ensure_future(watch())
         try:
-            payload = json.loads(body)
-        except (ValueError, UnicodeDecodeError):
-            return error(400, "body must be valid JSON", None)
-        if not isinstance(payload, dict):
-            return error(400, "body must be a JSON object", None)
-        try:
-            questions = parse_questions(payload.get("questions"), engine.max_options)
-            if request.url.path.endswith("/batch"):
-                states = payload.get("states")
-                if not isinstance(states, list) or not states:
-                    raise BadRequest(422, "states must be a non-empty array", "states")
-                if len(states) > MAX_STATES:
-                    raise BadRequest(413, f"at most {MAX_STATES} states per batch (got {len(states)})", "states")
-                states = [check_state(s, f"states.{i}") for i, s in enumerate(states)]
-            else:
-                states = [check_state(payload.get("state"), "state")]
-        except BadRequest as exc:
-            return error(exc.status, exc.message, exc.field)
-        async with slot:
-            started = time.perf_counter()
-            answers, tokens = await asyncio.to_thread(engine.answer, states, questions)
-            latency.observe(time.perf_counter() - started)
-            states_per_pass.observe(len(states))
-        replies = [{"model": engine.model, "answers": a, "usage": {"input_tokens": tokens // len(states), "output_tokens": 0}}
-                   for a in answers]
-        if request.url.path.endswith("/batch"):
-            return JSONResponse({"results": replies, "total_usage": {"input_tokens": tokens, "output_tokens": 0}})
-        return JSONResponse(replies[0])
+            wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                await asyncio.wait_for(slot.acquire(), wait)
+            except TimeoutError:
+                raise Abandoned from None
+            try:
+                if stop():
+                    raise Abandoned
+                started = time.perf_counter()
+                result = await asyncio.to_thread(engine.answer, states, questions, stop)
+                latency.observe(time.perf_counter() - started)
+                states_per_pass.observe(len(states))
+                return result
+            finally:
+                slot.release()
+        finally:
+            watcher.cancel()
 
     async def decide(request: Request) -> Response:
         return await guarded(request, "decide")
@@ -165,12 +272,13 @@ def create_app(engine: Engine, port: int, allowed_hosts: Iterable[str] = (), api
         return await guarded(request, "health")
 
     async def metrics(request: Request) -> Response:
-        if request.headers.get("host", "").lower() not in allowed:
-            return error(403, "Host is not allowed", "host")
-        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+        return refusal(request) or Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
     async def not_found(request: Request, exc: Exception) -> Response:
-        return error(getattr(exc, "status_code", 404), f"{request.method} {request.url.path}: not found", None)
+        status = getattr(exc, "status_code", 404)
+        allow = (getattr(exc, "headers", None) or {}).get("Allow")
+        return error(status, f"{request.method} {request.url.path}: {'not found' if status == 404 else 'method not allowed'}",
+                     None, {"Allow": allow} if allow else None)
 
     return Starlette(
         routes=[

@@ -17,6 +17,7 @@ import abc
 import json
 import os
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,12 +25,24 @@ from typing import Any
 import numpy as np
 
 ENGINES = ("minilm", "gte", "qwen3-rerank", "anyjev", "openthai")
+CHUNK = 32  # texts per encoder call: also how often a long pass checks whether to stop
 DEFAULT_MODELS = {
     "gte": "Alibaba-NLP/gte-reranker-modernbert-base",
     "qwen3-rerank": "Qwen/Qwen3-Reranker-0.6B",
     "anyjev": "morriszjm/Tacit-1.7B",
     "openthai": "iapp/OpenThai-SystemOne",
 }
+
+
+class Abandoned(Exception):
+    """The caller left or its deadline passed: the pass stopped between two steps."""
+
+
+Stop = Callable[[], bool]
+
+
+def never() -> bool:
+    return False
 
 
 @dataclass(frozen=True)
@@ -86,11 +99,14 @@ class Engine(abc.ABC):
     def scores(self, states: list[str], question: Question) -> np.ndarray:
         """[len(states), len(question.texts)] probabilities."""
 
-    def answer(self, states: list[Any], questions: list[Question]) -> tuple[list[dict[str, Any]], int]:
-        """Answers per state (qid → answer) and the input tokens read."""
+    def answer(self, states: list[Any], questions: list[Question], stop: Stop = never) -> tuple[list[dict[str, Any]], int]:
+        """Answers per state (qid → answer) and the input tokens read; `Abandoned` as soon as
+        `stop()` says so, checked between questions."""
         texts = [state_text(s) for s in states]
         results: list[dict[str, Any]] = [{} for _ in states]
         for question in questions:
+            if stop():
+                raise Abandoned
             for row, probabilities in enumerate(self.scores(texts, question)):
                 results[row][question.qid] = answer_of(question, probabilities)
         return results, self.count_tokens(texts, questions)
@@ -118,36 +134,43 @@ class MiniLM(Engine):
         self.model = "all-MiniLM-L6-v2"
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
 
-    def _options(self, texts: tuple[str, ...]) -> np.ndarray:
+    def _options(self, texts: tuple[str, ...], stop: Stop = never) -> np.ndarray:
         missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
-        for text, vector in zip(missing, self.encoder.encode(missing)):
-            self._cache[text] = vector
+        for start in range(0, len(missing), CHUNK):
+            if stop():
+                raise Abandoned
+            chunk = missing[start:start + CHUNK]
+            for text, vector in zip(chunk, self.encoder.encode(chunk)):
+                self._cache[text] = vector
         for text in texts:
             self._cache.move_to_end(text)
         while len(self._cache) > self.cache_size:
             self._cache.popitem(last=False)
         return np.stack([self._cache[t] for t in texts])
 
-    def _queries(self, texts: list[str]) -> np.ndarray:
+    def _queries(self, texts: list[str], stop: Stop = never) -> np.ndarray:
         # Sorted by length so each padded chunk wastes little; then back in the callers' order.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         vectors = np.zeros((len(texts), self.encoder.dim), dtype=np.float32)
-        for start in range(0, len(order), 32):
-            chunk = order[start:start + 32]
+        for start in range(0, len(order), CHUNK):
+            if stop():
+                raise Abandoned
+            chunk = order[start:start + CHUNK]
             vectors[chunk] = self.encoder.encode([texts[i] for i in chunk])
         return vectors
 
     def scores(self, states: list[str], question: Question) -> np.ndarray:
         return self._score(self._queries([self._query(question, s) for s in states]), question)
 
-    def answer(self, states: list[Any], questions: list[Question]) -> tuple[list[dict[str, Any]], int]:
-        # Every (question, state) text in one encoder pass, rather than one pass per question.
+    def answer(self, states: list[Any], questions: list[Question], stop: Stop = never) -> tuple[list[dict[str, Any]], int]:
+        # Every (question, state) text in one encoder pass, rather than one pass per question;
+        # `stop()` is asked between encoder chunks.
         texts = [state_text(s) for s in states]
-        vectors = self._queries([self._query(q, s) for q in questions for s in texts])
+        vectors = self._queries([self._query(q, s) for q in questions for s in texts], stop)
         results: list[dict[str, Any]] = [{} for _ in states]
         for index, question in enumerate(questions):
             block = vectors[index * len(texts):(index + 1) * len(texts)]
-            for row, probabilities in enumerate(self._score(block, question)):
+            for row, probabilities in enumerate(self._score(block, question, stop)):
                 results[row][question.qid] = answer_of(question, probabilities)
         return results, self.count_tokens(texts, questions)
 
@@ -155,8 +178,8 @@ class MiniLM(Engine):
     def _query(question: Question, state: str) -> str:
         return f"{question.instructions}\n{state}".strip()
 
-    def _score(self, queries: np.ndarray, question: Question) -> np.ndarray:
-        return _softmax(queries @ self._options(question.texts).T * self.scale)
+    def _score(self, queries: np.ndarray, question: Question, stop: Stop = never) -> np.ndarray:
+        return _softmax(queries @ self._options(question.texts, stop).T * self.scale)
 
     def count_tokens(self, states: list[str], questions: list[Question]) -> int:
         return self.encoder.count_tokens([self._query(q, s) for q in questions for s in states])

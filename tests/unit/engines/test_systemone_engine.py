@@ -169,3 +169,88 @@ async def test_metrics_count_requests_and_passes(minilm):
         text = (await client.get("/metrics")).text
     assert 'systemone_requests_total{endpoint="batch",status="200"} 1.0' in text
     assert "systemone_pass_states_bucket" in text
+
+
+@pytest.mark.parametrize(
+    ("raw", "field", "needle"),
+    [
+        (rb'{"state": "a \ud800", "questions": {"q": {"type": "noul", "instructions": "?"}}}', "state", "lone surrogate"),
+        (rb'{"state": {"n": NaN}, "questions": {"q": {"type": "noul", "instructions": "?"}}}', None, "NaN is not a JSON number"),
+        (b'{"state": ' + b"[" * 40 + b"]" * 40 + b', "questions": {}}', "state" + ".0" * 32, "deeper than 32"),
+        (b"[" * 100_000, None, "deeper than 32"),
+    ],
+)
+async def test_hostile_json_is_a_400_naming_the_field(minilm, raw, field, needle):
+    async with client_for(minilm) as client:
+        response = await client.post("/v1/systemone", content=raw)
+    assert response.status_code == 400 and needle in response.json()["error"]["message"]
+    assert response.json()["error"]["field"] == field
+
+
+async def test_a_request_over_the_work_budget_is_refused_before_any_pass(minilm):
+    criteria = [f"option {i}: " + "x" * 1000 for i in range(256)]
+    body = {"state": "x", "questions": {"q": {"type": "choice", "instructions": "?", "criteria": criteria}}}
+    async with client_for(minilm) as client:
+        response = await client.post("/v1/systemone", json=body)
+        text = (await client.get("/metrics")).text
+    assert response.status_code == 413 and "over this engine's budget of 250,000" in response.json()["error"]["message"]
+    assert "systemone_pass_states_count 0.0" in text
+
+
+async def test_work_past_its_deadline_is_stopped_and_answered_503(minilm):
+    async with client_for(minilm) as client:
+        response = await client.post("/v1/systemone", json={"state": "x", "questions": {"q": TEAM}},
+                                     headers={"X-System1-Timeout-Ms": "0"})
+        text = (await client.get("/metrics")).text
+    assert response.status_code == 503 and "deadline passed" in response.json()["error"]["message"]
+    assert "systemone_abandoned_passes_total 1.0" in text
+
+
+def test_a_long_pass_stops_between_encoder_steps(minilm, monkeypatch):
+    from systemone_engine.backends import Abandoned, Question
+
+    calls = []
+    encode = minilm.encoder.encode
+    monkeypatch.setattr(minilm.encoder, "encode", lambda texts: calls.append(len(texts)) or encode(texts))
+    question = Question("q", "noul", "Is it urgent?", ("true", "false"), ("yes", "no"))
+    with pytest.raises(Abandoned):
+        minilm.answer([f"state {i}" for i in range(100)], [question], stop=lambda: len(calls) >= 1)
+    assert calls == [32]  # one chunk of the 100 states, then it stopped
+
+
+async def test_an_engine_failure_is_a_json_500():
+    class Broken(MiniLM):
+        def __init__(self) -> None:
+            self.name, self.model = "broken", "none"
+
+        def answer(self, states, questions, stop=None):
+            raise RuntimeError("out of memory")
+
+    async with client_for(Broken()) as client:
+        response = await client.post("/v1/systemone", json={"state": "x", "questions": {"q": TEAM}})
+        wrong_method = await client.get("/v1/systemone")
+    assert response.status_code == 500 and response.json()["error"]["message"] == "the engine failed (RuntimeError)"
+    assert wrong_method.status_code == 405 and wrong_method.headers["allow"] == "POST"
+
+
+async def test_metrics_need_the_token_too(minilm):
+    async with client_for(minilm, api_key="engine-secret") as client:
+        anonymous = await client.get("/metrics")
+        keyed = await client.get("/metrics", headers={"Authorization": "Bearer engine-secret"})
+    assert anonymous.status_code == 401 and keyed.status_code == 200
+
+
+def test_blas_threads_follow_the_cpus_this_process_may_use(tmp_path, monkeypatch):
+    from systemone_engine.threads import available_cpus, configure_threads
+
+    quota = tmp_path / "cpu.max"
+    quota.write_text("150000 100000\n")  # 1.5 CPUs
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: set(range(64)))
+    assert available_cpus(quota) == 2
+    quota.write_text("max 100000\n")
+    assert available_cpus(quota) == 64
+    for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.delenv(variable, raising=False)
+    assert configure_threads("3") == 3
+    import os
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "3" and os.environ["OMP_NUM_THREADS"] == "3"

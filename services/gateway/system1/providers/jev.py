@@ -25,6 +25,9 @@ from .base import (
 )
 from .http import HttpEngine, HttpOptions, make_client
 
+#: The time the gateway still waits for this answer, in milliseconds.
+TIMEOUT_HEADER = "X-System1-Timeout-Ms"
+
 
 def state_of(state: Any, queries: list[Query]) -> Any:
     """The text the engine reads: the given state, else a lone question itself."""
@@ -89,10 +92,13 @@ class JevProvider(Provider):
         self.engine = HttpEngine(self._client, options.endpoint, self.name)
 
     # -- request -----------------------------------------------------------------------------
-    def headers(self) -> dict[str, str]:
+    def headers(self, timeout_s: float | None = None) -> dict[str, str]:
         # Read on every call so a rotated key needs no restart; never logged.
         key = os.environ.get(self.secret_env[0], "") if self.secret_env else ""
-        return {"Authorization": f"Bearer {key}"} if key else {}
+        sent = {"Authorization": f"Bearer {key}"} if key else {}
+        if timeout_s is not None:  # engines that know it (serve.py) stop work nobody waits for
+            sent[TIMEOUT_HEADER] = str(max(1, int(timeout_s * 1000)))
+        return sent
 
     def criteria(self, query: Query) -> Any:
         """Each option as its own description, so text-matching engines can read it."""
@@ -150,7 +156,7 @@ class JevProvider(Provider):
     # -- contract ----------------------------------------------------------------------------
     async def decide_many(self, state: Any, queries: list[Query], timeout_s: float) -> list[EngineAnswer]:
         body = {**self.model_field(), "state": state_of(state, queries), "questions": self.questions(queries)}
-        reply = await self.engine.request("POST", "/v1/systemone", timeout_s, body, self.headers())
+        reply = await self.engine.request("POST", "/v1/systemone", timeout_s, body, self.headers(timeout_s))
         return self.read_reply(reply, queries)
 
     async def decide_batch(self, states: list[Any], queries: list[Query], timeout_s: float) -> list[list[EngineAnswer]]:
@@ -162,7 +168,7 @@ class JevProvider(Provider):
             "states": [state_of(state, queries) for state in states],
             "questions": self.questions(queries),
         }
-        reply = await self.engine.request("POST", "/v1/systemone/batch", timeout_s, body, self.headers())
+        reply = await self.engine.request("POST", "/v1/systemone/batch", timeout_s, body, self.headers(timeout_s))
         results = reply.get("results") if isinstance(reply, dict) else None
         if not isinstance(results, list) or len(results) != len(states):
             raise MalformedResponse(f"{self.name}: batch reply has no 'results' for each of {len(states)} states",
