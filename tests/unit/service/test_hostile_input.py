@@ -132,3 +132,24 @@ def test_control_characters_in_logged_values_are_escaped():
     line = SafeFormatter("[%(request_id)s] %(message)s").format(record)
     assert "\n" not in line and "\r" not in line and "\x1b" not in line
     assert line == "[rid\\x0d\\x0ax] decision id=evil\\x0a2026-01-01 INFO forged\\x1b[31m"
+
+
+INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+    "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "flood", "version": "0"}}}
+MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
+
+
+async def test_mcp_sessions_are_capped_per_client_and_in_total(tmp_path):
+    toml = MOCK + "[service]\nmcp_sessions_per_client = 2\nmcp_sessions_total = 3\n"
+    async with in_process(tmp_path, toml) as svc:
+        async def open_session(client: str):
+            return await svc.http.post("/mcp", json=INITIALIZE, headers={**MCP_HEADERS, "X-System1-Client": client})
+
+        mallory = [await open_session("mallory") for _ in range(3)]
+        alice = [await open_session("alice") for _ in range(2)]
+        metrics = (await svc.http.get("/metrics")).text
+    assert [r.status_code for r in mallory] == [200, 200, 429]
+    assert "mallory already holds 2 MCP sessions" in mallory[2].json()["error"]["message"]
+    assert [r.status_code for r in alice] == [200, 429]
+    assert "limit of 3 MCP sessions" in alice[1].json()["error"]["message"]
+    assert "system1_mcp_sessions 3.0" in metrics

@@ -74,6 +74,9 @@ class ServiceSettings(_Section):
     clients: list[str] = Field(default_factory=list)
     batch_clients: list[str] = Field(default_factory=list)
     health_interval_s: float = Field(default=10.0, gt=0.0, le=3600.0)
+    mcp_sessions_per_client: int = Field(default=16, ge=1, le=10_000)
+    mcp_sessions_total: int = Field(default=256, ge=1, le=10_000)
+    mcp_session_idle_s: float = Field(default=600.0, gt=0.0, le=86_400.0)
     request_log: str = ""
     request_log_questions: bool = False
     request_log_max_bytes: int = Field(default=10 * 1_048_576, ge=1024)

@@ -13,8 +13,6 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
-from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecuritySettings
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Route
 
@@ -22,6 +20,7 @@ from .. import __version__
 from ..core.schema import ErrorCode, RequestError
 from .hygiene import ANONYMOUS, Hygiene, envelope
 from .mcp import build_server
+from .mcp_http import McpSessions
 from .routes import router
 from .service import Service
 
@@ -49,20 +48,14 @@ def _mcp_client(ctx: Any) -> str:
 
 
 def create_app(service: Service) -> FastAPI:
-    mcp_server = build_server(_ServiceBackend(service), _mcp_client)
-    sessions = StreamableHTTPSessionManager(
-        app=mcp_server,
-        # Host checks happen in `Hygiene` for every route, with the configured allow-list.
-        security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
-    )
-    # The SDK keeps no public count of open sessions; read its table for the gauge.
-    service.metrics.mcp_sessions.set_function(lambda: len(getattr(sessions, "_server_instances", {})))
+    mcp = McpSessions(build_server(_ServiceBackend(service), _mcp_client), service.config.settings.service)
+    service.metrics.mcp_sessions.set_function(lambda: len(mcp.open_sessions()))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await service.start()
         try:
-            async with sessions.run():
+            async with mcp.manager.run():
                 yield
         finally:
             await service.stop()
@@ -87,6 +80,6 @@ def create_app(service: Service) -> FastAPI:
     # Any other exception is answered by `Hygiene`, without closing the connection.
 
     app.include_router(router)
-    app.router.routes.append(Route("/mcp", endpoint=StreamableHTTPASGIApp(sessions)))
+    app.router.routes.append(Route("/mcp", endpoint=mcp))
     app.add_middleware(Hygiene, service=service)
     return app
