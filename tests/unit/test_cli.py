@@ -99,3 +99,19 @@ def test_a_log_file_that_cannot_be_opened_is_reported_and_never_stops_the_gatewa
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0 and "Traceback" not in result.stderr
     assert "cannot be opened" in result.stderr and "logging to stderr only" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["calibrate", "x.jsonl", "--folds", "0"], "--folds: 0 is not between 2 and 100"),
+        (["calibrate", "x.jsonl", "--target-accuracy", "2"], "--target-accuracy: 2 is not between 0 and 1"),
+        (["evaluate", "--threshold", "7"], "--threshold: 7 is not between 0 and 1"),
+        (["report", "--days", "0"], "--days: 0 is not at least 1"),
+        (["serve", "--port", "http"], "--port: 'http' is not a whole number"),
+    ],
+)
+def test_numbers_out_of_range_are_refused_naming_the_bounds(argv, message, capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2 and message in capsys.readouterr().err

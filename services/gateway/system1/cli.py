@@ -7,7 +7,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .commands import EXIT_DECISION, EXIT_HEALTH, EXIT_OK, EXIT_START
 
@@ -15,6 +15,26 @@ if TYPE_CHECKING:
     import httpx
 
 __all__ = ["EXIT_DECISION", "EXIT_HEALTH", "EXIT_OK", "EXIT_START", "main", "parser"]
+
+
+def bounded(kind: type, low: float, high: float | None = None) -> Callable[[str], Any]:
+    """An argparse type for a number in [low, high] that says the bounds when it is not."""
+
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a {'whole number' if kind is int else 'number'}") from None
+        if value < low or (high is not None and value > high):
+            where = f"at least {low:g}" if high is None else f"between {low:g} and {high:g}"
+            raise argparse.ArgumentTypeError(f"{text} is not {where}")
+        return value
+
+    return parse
+
+
+SHARE, PORT, FOLDS, COUNT = bounded(float, 0, 1), bounded(int, 1, 65535), bounded(int, 2, 100), bounded(int, 1)
+SECONDS = bounded(float, 0.1, 3600)
 
 
 def command(module: str, name: str = "run") -> Callable[[argparse.Namespace], int]:
@@ -33,7 +53,7 @@ def parser() -> argparse.ArgumentParser:
 
     serve = commands.add_parser("serve", help="run the gateway service (REST, /mcp, metrics)")
     serve.add_argument("--host", help="bind address (default: [service] host)")
-    serve.add_argument("--port", type=int, help="port (default: [service] port)")
+    serve.add_argument("--port", type=PORT, help="port (default: [service] port)")
     serve.set_defaults(func=command("service", "serve"))
 
     reload = commands.add_parser("reload", parents=[service], help="make the running service re-read its config and fits")
@@ -47,8 +67,8 @@ def parser() -> argparse.ArgumentParser:
 
     calibrate = commands.add_parser("calibrate", parents=[service], help="fit temperatures on labelled decisions, asked live")
     calibrate.add_argument("data", nargs="+", help="JSONL files of {question, options, context, label}")
-    calibrate.add_argument("--target-accuracy", type=float, default=0.8, help="for the recommended threshold")
-    calibrate.add_argument("--folds", type=int, default=5, help="cross-validation folds for the held-out figures")
+    calibrate.add_argument("--target-accuracy", type=SHARE, default=0.8, help="for the recommended threshold")
+    calibrate.add_argument("--folds", type=FOLDS, default=5, help="cross-validation folds for the held-out figures")
     calibrate.add_argument("--report", help="also write the report (Markdown) here, with a reliability diagram beside it")
     calibrate.add_argument("--json", action="store_true", help="print machine-readable results")
     where = calibrate.add_mutually_exclusive_group()
@@ -58,15 +78,15 @@ def parser() -> argparse.ArgumentParser:
 
     evaluate = commands.add_parser("evaluate", parents=[service], help="read-only: is the engine ready to route? READY or NOT READY")
     evaluate.add_argument("--log", help="routing log (default: [routing] log_file)")
-    evaluate.add_argument("--threshold", type=float, help="routing threshold (default: [routing] min_confidence)")
-    evaluate.add_argument("--min-feature-accuracy", type=float, default=0.85)
-    evaluate.add_argument("--min-safety", type=float, default=0.95)
-    evaluate.add_argument("--min-failures", type=int, default=30)
+    evaluate.add_argument("--threshold", type=SHARE, help="routing threshold (default: [routing] min_confidence)")
+    evaluate.add_argument("--min-feature-accuracy", type=SHARE, default=0.85)
+    evaluate.add_argument("--min-safety", type=SHARE, default=0.95)
+    evaluate.add_argument("--min-failures", type=COUNT, default=30)
     evaluate.add_argument("--json", action="store_true", help="print machine-readable results")
     evaluate.set_defaults(func=command("evaluate"))
 
     outcomes = commands.add_parser("outcomes", help="label every Agent spawn failed or succeeded from transcripts")
-    outcomes.add_argument("--days", type=int, default=30)
+    outcomes.add_argument("--days", type=COUNT, default=30)
     outcomes.add_argument("--projects-dir", help="Claude Code transcripts (default ~/.claude/projects)")
     outcomes.add_argument("--apply", action="store_true", help="write the outcomes into the routing log")
     outcomes.add_argument("--log", help="routing log for --apply (default: [routing] log_file)")
@@ -74,7 +94,7 @@ def parser() -> argparse.ArgumentParser:
     outcomes.set_defaults(func=command("transcripts", "outcomes"))
 
     report = commands.add_parser("report", help="hint reach, adherence, subagent cost by tier, savings (totals only)")
-    report.add_argument("--days", type=int, default=14)
+    report.add_argument("--days", type=COUNT, default=14)
     report.add_argument("--projects-dir", help="Claude Code transcripts (default ~/.claude/projects)")
     report.add_argument("--prices", help="prices file (default: the shipped list prices)")
     report.add_argument("--json", action="store_true")
@@ -95,7 +115,7 @@ def parser() -> argparse.ArgumentParser:
     smoke.add_argument("--standalone", action="store_true", help="start the default command with --standalone")
     smoke.add_argument("--question", help="also ask one decision")
     smoke.add_argument("--options", nargs="+", help="options for --question (yes/no without)")
-    smoke.add_argument("--timeout", type=float, default=60.0, help="seconds for the whole check")
+    smoke.add_argument("--timeout", type=SECONDS, default=60.0, help="seconds for the whole check")
     smoke.set_defaults(func=command("smoke"))
 
     toggle = commands.add_parser("toggle", help="pause or resume System-1, or show its state")

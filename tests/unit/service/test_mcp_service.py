@@ -6,6 +6,7 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -145,6 +146,48 @@ def test_sighup_and_system1_reload_re_read_the_config(tmp_path):
                 config.write_text("[gateway]\nnonsense = 1\n")
                 refused = subprocess.run([sys.executable, "-m", "system1", "reload"], env=env, capture_output=True, text=True, timeout=60)
                 assert refused.returncode != 0 and "nonsense" in refused.stderr
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+
+
+def test_sighup_during_start_up_never_kills_the_service(tmp_path):
+    """As the image starts it: SIGHUP ignored until the service catches it itself."""
+    port = free_port()
+    config = tmp_path / "config.toml"
+    config.write_text('[gateway]\nprovider = "mock"\n')
+    env = {**os.environ, "SYSTEM1_CONFIG": str(config), "SYSTEM1_INSTALL_DIR": str(tmp_path / "state")}
+    with (tmp_path / "serve.log").open("w") as log, subprocess.Popen(
+        [sys.executable, "-m", "system1", "serve", "--port", str(port)], env=env, stdout=log, stderr=log,
+        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN),
+    ) as server:
+        try:
+            with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
+                def hup_and_check() -> bool:
+                    server.send_signal(signal.SIGHUP)
+                    return answers(client)
+
+                wait_until(hup_and_check, server)  # SIGHUP over and over until it serves
+                assert server.poll() is None and client.get("/v1/health").json()["status"] == "ok"
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+    assert "reloaded" in (tmp_path / "serve.log").read_text()
+
+
+def test_a_connection_that_never_finishes_its_request_head_is_closed(tmp_path):
+    port = free_port()
+    config = tmp_path / "config.toml"
+    config.write_text('[gateway]\nprovider = "mock"\n[service]\nheader_timeout_s = 0.5\n')
+    env = {**os.environ, "SYSTEM1_CONFIG": str(config), "SYSTEM1_INSTALL_DIR": str(tmp_path / "state")}
+    with subprocess.Popen([sys.executable, "-m", "system1", "serve", "--port", str(port)], env=env,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as server:
+        try:
+            with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
+                wait_until(lambda: answers(client), server)
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as slow:
+                slow.sendall(b"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # and never the blank line
+                assert slow.recv(1024) == b""  # the server hung up on it (well before the 10 s timeout)
         finally:
             server.terminate()
             server.wait(timeout=30)

@@ -46,35 +46,17 @@ def mcp(args: argparse.Namespace) -> int:
 
 
 def serve(args: argparse.Namespace) -> int:
-    import asyncio
-    import signal
+    from ..service.server import catch_early_reloads
 
-    import uvicorn
-
+    early_reloads = catch_early_reloads()  # before the slow imports below
     from ..core.logs import configure_logging
-    from ..service.app import create_app
+    from ..service.server import serve as run_server
     from ..service.service import Service
 
     service = Service()
     settings = service.config.settings
     configure_logging(settings.gateway.log_level, settings.gateway.log_file)
-    server = uvicorn.Server(
-        uvicorn.Config(
-            create_app(service),
-            host=args.host or settings.service.host,
-            port=args.port or settings.service.port,
-            log_config=None,
-            access_log=False,
-            timeout_graceful_shutdown=10,
-        )
-    )
-
-    async def main() -> None:
-        loop = asyncio.get_running_loop()
-        loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(service.reload()))
-        await server.serve()
-
-    asyncio.run(main())
+    run_server(service, args.host or settings.service.host, args.port or settings.service.port, early_reloads)
     return EXIT_OK
 
 

@@ -71,6 +71,7 @@ class ServiceSettings(_Section):
     allowed_origins: list[str] = Field(default_factory=list)
     api_keys_file: str = ""
     max_body_bytes: int = Field(default=1_048_576, ge=1024, le=64 * 1_048_576)
+    header_timeout_s: float = Field(default=10.0, gt=0.0, le=600.0)
     clients: list[str] = Field(default_factory=list)
     batch_clients: list[str] = Field(default_factory=list)
     health_interval_s: float = Field(default=10.0, gt=0.0, le=3600.0)

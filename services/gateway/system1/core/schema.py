@@ -43,10 +43,24 @@ Status = Literal["decided", "abstained", "error"]
 Outcome = Literal["ok", "abstained", "timeout", "error", "malformed"]
 
 
+TEXT = r"\S"  # at least one character that is not white space
+
+
+def _publish_every_rule(schema: dict[str, Any]) -> None:
+    """The published schema says all the validators check, so clients and fuzzers read the
+    same contract: non-blank text, and unique, non-blank options of at most 500 characters."""
+    properties = schema["properties"]
+    properties["question"]["pattern"] = TEXT
+    array = next(branch for branch in properties["options"]["anyOf"] if branch.get("type") == "array")
+    array["uniqueItems"] = True
+    array["items"] = {"type": "string", "minLength": 1, "maxLength": MAX_OPTION_CHARS, "pattern": TEXT}
+
+
 class DecideRequest(BaseModel):
     """One multiple-choice question; without `options` it is answered yes or no."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, title="system1_decide request")
+    model_config = ConfigDict(extra="forbid", strict=True, title="system1_decide request",
+                              json_schema_extra=_publish_every_rule)
 
     question: str = Field(
         min_length=1, max_length=MAX_QUESTION_CHARS, description="The decision to make."
