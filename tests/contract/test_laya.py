@@ -15,7 +15,9 @@ from system1.providers.base import MalformedResponse, ProviderError, Query
 from system1.providers.laya import LayaOptions, LayaProvider
 
 from ..unit.helpers import config_in
-from .conftest import ROOT, free_port, server, venv_tool
+from tests.processes import free_port, server
+
+from .conftest import ROOT, venv_tool
 
 pytestmark = [pytest.mark.contract, pytest.mark.anyio]
 KEY = "laya-contract-key-0123456789"

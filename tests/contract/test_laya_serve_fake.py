@@ -11,7 +11,9 @@ from system1.providers.base import ProviderError, Query
 from system1.providers.laya import LayaOptions, LayaProvider
 
 from ..unit.helpers import config_in
-from .conftest import free_port, server, venv_tool
+from tests.processes import free_port, server
+
+from .conftest import venv_tool
 
 pytestmark = [pytest.mark.contract, pytest.mark.anyio]
 KEY = "laya-serve-contract-key"

@@ -12,7 +12,9 @@ from system1.providers.base import ProviderError, Query
 from system1.providers.systemone import SystemOneOptions, SystemOneProvider
 
 from ..unit.helpers import config_in
-from .conftest import ROOT, free_port, server
+from tests.processes import free_port, server
+
+from .conftest import ROOT
 
 pytestmark = [pytest.mark.contract, pytest.mark.anyio]
 KEY = "contract-engine-key-0123"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -11,6 +10,7 @@ from typing import Any
 import httpx
 
 from system1.core.config import LoadedConfig, load_config
+from tests.processes import free_port
 
 
 def config_in(tmp_path: Path, toml: str = "", **env: str) -> LoadedConfig:
@@ -42,13 +42,6 @@ class FakeWire:
 
 def json_reply(body: Any, status: int = 200, **headers: str) -> Callable[[httpx.Request], httpx.Response]:
     return lambda request: httpx.Response(status, json=body, headers=headers)
-
-
-def free_port() -> int:
-    """A loopback port nothing listens on (bound, then released)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def closed_port_url() -> str:

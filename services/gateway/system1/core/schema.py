@@ -10,6 +10,7 @@ from __future__ import annotations
 import enum
 import json
 import math
+import re
 import sys
 import uuid
 from pathlib import Path
@@ -43,7 +44,15 @@ Status = Literal["decided", "abstained", "error"]
 Outcome = Literal["ok", "abstained", "timeout", "error", "malformed"]
 
 
-TEXT = r"\S"  # at least one character that is not white space
+# White space by either Python's or JSON Schema's (ECMAScript's) reckoning, so the validator and
+# the published pattern agree on what "blank" means.
+BLANK = "\\t\\n\\v\\f\\r \\x1c-\\x1f\\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff"
+TEXT = f"[^{BLANK}]"  # at least one character that is not white space
+_TEXT = re.compile(TEXT)
+
+
+def has_text(value: str) -> bool:
+    return _TEXT.search(value) is not None
 
 
 def _publish_every_rule(schema: dict[str, Any]) -> None:
@@ -87,7 +96,7 @@ class DecideRequest(BaseModel):
     @field_validator("question")
     @classmethod
     def _question_has_text(cls, value: str) -> str:
-        if not value.strip():
+        if not has_text(value):
             raise ValueError("must contain non-whitespace text")
         return value
 
@@ -98,7 +107,7 @@ class DecideRequest(BaseModel):
             return None
         seen: set[str] = set()
         for index, option in enumerate(value):
-            if not option.strip():
+            if not has_text(option):
                 raise ValueError(f"option {index} is empty")
             if len(option) > MAX_OPTION_CHARS:
                 raise ValueError(

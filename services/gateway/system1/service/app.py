@@ -55,7 +55,7 @@ def create_app(service: Service) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await service.start()
         try:
-            async with mcp.manager.run():
+            async with mcp.running():
                 yield
         finally:
             await service.stop()

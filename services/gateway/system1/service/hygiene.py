@@ -24,6 +24,8 @@ OPEN_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 ALWAYS_OPEN = "/healthz"
 ANONYMOUS = "anonymous"
 JSON_TYPE = "application/json"
+# The REST routes that take a body; a POST elsewhere is the router's 404 or 405.
+JSON_POSTS = frozenset({"/v1/decide", "/v1/route", "/v1/reload"})
 
 
 def _refuse(code: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -119,7 +121,7 @@ class Hygiene:
         if origin is not None and origin not in settings.allowed_origins:
             return _refuse(403, f"Origin {origin!r} is not allowed (browser pages may not call the gateway)")
         path, method = scope["path"], scope.get("method", "GET")
-        if method == "POST" and path.startswith("/v1/"):
+        if method == "POST" and path in JSON_POSTS:
             kind = headers.get("content-type", "").split(";", 1)[0].strip().lower()
             if kind != JSON_TYPE:
                 return _refuse(415, f"request: the body must be {JSON_TYPE}, not {kind or 'untyped'}")

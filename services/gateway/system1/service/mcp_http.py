@@ -9,6 +9,8 @@ is the client named for the request that opened it.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from typing import Any
 
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -27,15 +29,27 @@ class McpSessions:
     """The ASGI app at `/mcp`."""
 
     def __init__(self, server: Any, settings: ServiceSettings) -> None:
+        self.server = server
         self.settings = settings
-        self.manager = StreamableHTTPSessionManager(
-            app=server,
+        self.manager = self._new_manager()
+        self._owners: dict[str, str] = {}  # session id -> client
+
+    def _new_manager(self) -> StreamableHTTPSessionManager:
+        return StreamableHTTPSessionManager(
+            app=self.server,
             # Host and Origin are checked in `Hygiene` for every route, with the configured lists.
             security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
-            session_idle_timeout=settings.mcp_session_idle_s,
-            max_sessions=settings.mcp_sessions_total,
+            session_idle_timeout=self.settings.mcp_session_idle_s,
+            max_sessions=self.settings.mcp_sessions_total,
         )
-        self._owners: dict[str, str] = {}  # session id -> client
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """Serve sessions for one run of the app (a manager runs only once, so each run of the
+        app's lifespan gets a new one)."""
+        self.manager, self._owners = self._new_manager(), {}
+        async with self.manager.run():
+            yield
 
     def open_sessions(self) -> dict[str, str]:
         """Live sessions and their clients. The SDK keeps no public table of open sessions, so

@@ -14,7 +14,7 @@ from collections.abc import Awaitable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
 from ..core.result import Decision
 from ..core.schema import MAX_JSON_DEPTH, DecideResponse, ErrorCode, RequestError, json_schemas
@@ -34,7 +34,25 @@ def _service(request: Request) -> Service:
 
 
 ServiceDep = Annotated[Service, Depends(_service)]
-router = APIRouter()
+
+
+def _described(description: str) -> dict[str, Any]:
+    return {"model": DecideResponse, "description": description}
+
+
+# What `Hygiene` may answer on any route, before the route itself runs.
+REFUSALS: dict[int | str, dict[str, Any]] = {
+    401: _described("a valid API key is required"),
+    403: _described("Host or Origin not allowed"),
+    413: _described("body over [service] max_body_bytes"),
+    500: _described("internal error in the gateway"),
+    503: _described("config_error: the config, or the API key configuration, is broken"),
+}
+BAD_REQUEST = {400: _described("invalid_request: the envelope names the field and the reason")}
+NOT_JSON = {415: _described("the body must be application/json")}
+
+
+router = APIRouter(responses=REFUSALS)
 
 
 def status_of(decision: Decision) -> tuple[int, dict[str, str]]:
@@ -81,22 +99,11 @@ async def _unless_disconnected(request: Request, work: Awaitable[Decision]) -> D
     return None if task.cancelled() else task.result()
 
 
-DECIDE_RESPONSES: dict[int | str, dict[str, Any]] = {
-    code: {"model": DecideResponse, "description": description}
-    for code, description in {
-        400: "invalid_request: the envelope names the field and the reason",
-        401: "a valid API key is required",
-        403: "Host or Origin not allowed",
-        413: "body over [service] max_body_bytes",
-        415: "the body must be application/json",
-        429: "every provider's queue is full; see Retry-After",
-        503: "config_error: the gateway's config is broken",
-    }.items()
-}
 REQUEST_BODY = {"required": True, "content": {"application/json": {"schema": json_schemas()["request.json"]}}}
 
 
-@router.post("/v1/decide", response_model=DecideResponse, responses=DECIDE_RESPONSES,
+@router.post("/v1/decide", response_model=DecideResponse,
+             responses=BAD_REQUEST | NOT_JSON | {429: _described("every provider's queue is full; see Retry-After")},
              openapi_extra={"requestBody": REQUEST_BODY})
 async def decide(request: Request, service: ServiceDep) -> JSONResponse:
     """Schema v1 request in, schema v1 envelope out (also on errors)."""
@@ -114,7 +121,7 @@ async def decide(request: Request, service: ServiceDep) -> JSONResponse:
     return JSONResponse(decision.envelope_json(), status_code=status, headers=extra)
 
 
-@router.post("/v1/route", responses={code: DECIDE_RESPONSES[code] for code in (400, 401, 403, 413, 415)},
+@router.post("/v1/route", responses=BAD_REQUEST | NOT_JSON,
              openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
                  "schema": RouteEvent.model_json_schema(by_alias=True)}}}})
 async def route(request: Request, service: ServiceDep) -> JSONResponse:
@@ -135,7 +142,7 @@ async def capabilities(service: ServiceDep) -> dict[str, Any]:
     return await service.capabilities()
 
 
-@router.get("/v1/schema/{name}", responses={404: DECIDE_RESPONSES[400] | {"description": "no such schema"}})
+@router.get("/v1/schema/{name}", responses={404: _described("no such schema")})
 async def schema(name: str) -> JSONResponse:
     schemas = json_schemas()
     if name not in schemas:
@@ -143,7 +150,7 @@ async def schema(name: str) -> JSONResponse:
     return JSONResponse(schemas[name])
 
 
-@router.post("/v1/reload", responses={403: DECIDE_RESPONSES[403], 409: {"description": "the new config is broken"}})
+@router.post("/v1/reload", responses=NOT_JSON | {409: {"description": "the new config is broken; the old one stays"}})
 async def reload(request: Request, service: ServiceDep) -> JSONResponse:
     """Re-read the config and calibration fits (the bridge token, or no keys configured)."""
     if service.keys.required and request.state.system1_identity != BRIDGE:
@@ -165,6 +172,6 @@ async def readyz(service: ServiceDep) -> JSONResponse:
     return JSONResponse(body, status_code=200 if service.ready else 503)
 
 
-@router.get("/metrics")
+@router.get("/metrics", response_class=PlainTextResponse)
 async def metrics(service: ServiceDep) -> Response:
     return Response(service.metrics.render(), media_type=CONTENT_TYPE)
