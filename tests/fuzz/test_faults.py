@@ -10,7 +10,6 @@ import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import anyio
 import httpx
