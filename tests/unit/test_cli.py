@@ -52,6 +52,14 @@ def test_smoke_fails_on_health_when_the_engine_is_down(env):
     assert "HEALTH    FAIL  down" in result.stdout and "127.0.0.1:9" in result.stdout
 
 
+def test_smoke_against_a_stopped_service_says_which_gateway_and_why(env):
+    url = closed_port_url()
+    result = run_cli("smoke", "--url", url, env=env)
+    assert result.returncode == EXIT_HEALTH
+    assert f"GATEWAY         {url}" in result.stdout
+    assert f"HEALTH    FAIL  down; the gateway service at {url} is unreachable" in result.stdout
+
+
 def test_smoke_fails_on_a_decision_error(env):
     env = {**env, "SYSTEM1_MOCK_RESPONSE": '"not an answer"'}
     result = run_cli("smoke", "--standalone", "--question", "Is it safe?", env=env)

@@ -153,3 +153,12 @@ async def test_mcp_sessions_are_capped_per_client_and_in_total(tmp_path):
     assert [r.status_code for r in alice] == [200, 429]
     assert "limit of 3 MCP sessions" in alice[1].json()["error"]["message"]
     assert "system1_mcp_sessions 3.0" in metrics
+
+
+async def test_a_password_in_an_engine_url_is_never_shown(tmp_path):
+    toml = '[gateway]\nprovider = "systemone"\n[providers.systemone]\nendpoint = "http://ana:s3cret@engine.example:8790"\n'
+    async with in_process(tmp_path, toml) as svc:
+        ready = await svc.http.get("/readyz")
+        health = await svc.http.get("/v1/health")
+    assert ready.status_code == 503 and "engine.example:8790" in ready.text
+    assert "s3cret" not in ready.text and "s3cret" not in health.text
