@@ -49,7 +49,7 @@ def wedge_request(n: int) -> dict:
 
 
 @contextmanager
-def stack(tree: Path, tmp: Path, gateway_toml: str):
+def stack(tree: Path, tmp: Path, gateway_toml: str, engine_env: dict[str, str] | None = None):
     """serve.py (MiniLM) and `system1 serve` from `tree`, on free ports."""
     engine_port, gateway_port = free_port(), free_port()
     config = tmp / f"config-{gateway_port}.toml"
@@ -58,7 +58,7 @@ def stack(tree: Path, tmp: Path, gateway_toml: str):
            "SYSTEM1_INSTALL_DIR": str(tmp / f"state-{gateway_port}")}
     python = str(ROOT / ".venv" / "bin" / "python")
     engine = subprocess.Popen([python, str(tree / "engines" / "systemone" / "serve.py"), "--port", str(engine_port)],
-                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                              env={**env, **(engine_env or {})}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     gateway = subprocess.Popen([python, "-m", "system1", "serve", "--port", str(gateway_port)], env=env,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{gateway_port}"
@@ -152,8 +152,13 @@ def main() -> None:
         tmp = Path(name)
         old = worktree(args.before, tmp)
         try:
-            for label, tree in (("before", old), ("after", ROOT)):
-                with stack(tree, tmp, minilm) as (url, _):
+            # "after, no budget": both budgets raised out of the way, so only the engine's
+            # stopping of abandoned work is left to defend it.
+            unbounded = minilm.replace("[providers.systemone]", "max_work = 10000000\n[providers.systemone]")
+            variants = (("before", old, minilm, None), ("after", ROOT, minilm, None),
+                        ("after_no_budget", ROOT, unbounded, {"SYSTEMONE_MAX_WORK": "10000000"}))
+            for label, tree, toml, engine_env in variants:
+                with stack(tree, tmp, toml, engine_env) as (url, _):
                     results[f"wedge_{label}"] = asyncio.run(wedge(url))
                 print(label, "wedge", results[f"wedge_{label}"], flush=True)
             for label, failures in (("breaker_off", 0), ("breaker_on", 3)):
@@ -188,7 +193,9 @@ def write_report(r: dict) -> None:
         "small decision once a second until one is answered in under a second.", "",
         "| | the ten heavy requests | engine path unusable after the last one |", "|---|---|---|",
         f"| before | {heavy(before)} | {recovery(before)} |",
-        f"| after | {heavy(after)} | {recovery(after)} |", "",
+        f"| after | {heavy(after)} | {recovery(after)} |",
+        f"| after, both budgets raised to 10M (only the engine's stopping of abandoned work left) | "
+        f"{heavy(r['wedge_after_no_budget'])} | {recovery(r['wedge_after_no_budget'])} |", "",
         "## A hung engine (SIGSTOP 10 s, four clients, fallback `mock`, timeout 2 s)", "",
         "| circuit breaker | decisions answered during the hang | p50 latency |", "|---|---|---|",
         f"| off (`breaker_failures = 0`) | {r['hang_breaker_off']['answered_during_hang']} | {r['hang_breaker_off']['p50_ms']} ms |",
