@@ -48,6 +48,65 @@ def batch_key(queries: list[Query]) -> tuple:
     return tuple((q.question, tuple(q.choices), q.yes_no) for q in queries)
 
 
+class FairQueue:
+    """Waiting jobs: interactive before batch, round-robin over clients within a priority."""
+
+    def __init__(self) -> None:
+        self._queues: tuple[OrderedDict[str, deque[_Job]], ...] = (OrderedDict(), OrderedDict())
+        self.size = 0
+
+    def jobs(self) -> list[_Job]:
+        return [job for queues in self._queues for queue in queues.values() for job in queue]
+
+    def put(self, job: _Job) -> None:
+        self._queues[job.priority].setdefault(job.client, deque()).append(job)
+        self.size += 1
+
+    def drop(self, job: _Job) -> bool:
+        """Remove a job that gave up while still queued; whether it was there."""
+        queue = self._queues[job.priority].get(job.client)
+        if queue is None or job not in queue:
+            return False
+        self._take(job.priority, job.client, job)
+        return True
+
+    def next(self) -> _Job | None:
+        for priority, queues in enumerate(self._queues):
+            while queues:
+                client, queue = next(iter(queues.items()))
+                job = queue[0]
+                self._take(priority, client, job)
+                if client in queues:
+                    queues.move_to_end(client)
+                if not job.future.done():
+                    return job
+        return None
+
+    def companions(self, first: _Job, room: int, max_work: int) -> list[_Job]:
+        """Queued jobs asking the same questions as `first`, interactive ones first, up to `room`
+        and within `max_work` for the whole pass (0: unbounded)."""
+        taken: list[_Job] = []
+        work = first.work
+        for priority, queues in enumerate(self._queues):
+            for client in list(queues):
+                for job in [j for j in queues[client] if j.key == first.key and not j.future.done()]:
+                    if len(taken) >= room:
+                        return taken
+                    if max_work and work + job.work > max_work:
+                        continue
+                    work += job.work
+                    self._take(priority, client, job)
+                    taken.append(job)
+        return taken
+
+    def _take(self, priority: int, client: str, job: _Job) -> None:
+        queue = self._queues[priority][client]
+        queue.remove(job)
+        self.size -= 1
+        if not queue:
+            del self._queues[priority][client]
+
+
 class Lane:
     def __init__(self, provider: Provider, observer: Observer | None = None, max_work: int = 0) -> None:
         options = provider.options
@@ -59,12 +118,15 @@ class Lane:
         self.max_work = max_work  # per pass; 0: unbounded
         self.observer = observer or Observer()
         self.in_flight = 0
-        self.queued = 0
-        self._queues: tuple[OrderedDict[str, deque[_Job]], ...] = (OrderedDict(), OrderedDict())
+        self.queue = FairQueue()
         self._pass_seconds = 0.05  # recent mean of a pass: the retry hint
         self._usual_seconds: float | None = None  # slow mean: what "far slower than usual" means
         self._running: dict[asyncio.Task, float] = {}  # passes in flight and when they began
         self._tasks: set[asyncio.Task] = set()
+
+    @property
+    def queued(self) -> int:
+        return self.queue.size
 
     async def run(
         self, state: Any, queries: list[Query], client: str, priority: int, timeout_s: float, work: int = 0
@@ -76,20 +138,21 @@ class Lane:
                              provider=self.name)
         loop = asyncio.get_running_loop()
         job = _Job(state, queries, client, priority, loop.time() + timeout_s, batch_key(queries), work)
-        self._enqueue(job)
+        self.queue.put(job)
         self._dispatch()
         try:
             return await job.future
         finally:
             if not job.future.done():
                 job.future.cancel()
-            self._forget(job)
+            if self.queue.drop(job):
+                self._report()
 
     def problem(self, timeout_s: float) -> str | None:
         """Why this lane is not serving as it should, or None: a request waiting longer than
         its timeout, a pass running far longer than usual, or passes far slower than usual."""
         now = time.monotonic()
-        waits = [now - job.enqueued for queues in self._queues for queue in queues.values() for job in queue]
+        waits = [now - job.enqueued for job in self.queue.jobs()]
         if waits and max(waits) > timeout_s:
             return f"{self.name}: a request has waited {max(waits):.1f} s for the engine (timeout {timeout_s:g} s)"
         usual = self._usual_seconds
@@ -108,65 +171,13 @@ class Lane:
         waiting_passes = math.ceil((self.queued + 1) / (self.slots * self.max_batch))
         return max(1, math.ceil(waiting_passes * self._pass_seconds))
 
-    # -- queue -------------------------------------------------------------------------------
-    def _enqueue(self, job: _Job) -> None:
-        self._queues[job.priority].setdefault(job.client, deque()).append(job)
-        self.queued += 1
-        self._report()
-
-    def _forget(self, job: _Job) -> None:
-        """Drop a job that gave up while still queued."""
-        queue = self._queues[job.priority].get(job.client)
-        if queue is not None and job in queue:
-            queue.remove(job)
-            self.queued -= 1
-            if not queue:
-                del self._queues[job.priority][job.client]
-            self._report()
-
-    def _next(self) -> _Job | None:
-        """Interactive before batch; round-robin over clients within a priority."""
-        for queues in self._queues:
-            while queues:
-                client, queue = next(iter(queues.items()))
-                job = queue.popleft()
-                self.queued -= 1
-                if queue:
-                    queues.move_to_end(client)
-                else:
-                    del queues[client]
-                if not job.future.done():
-                    return job
-        return None
-
-    def _companions(self, first: _Job, room: int) -> list[_Job]:
-        """Queued jobs asking the same questions as `first`, interactive ones first, up to `room`
-        and within the work budget of one pass."""
-        taken: list[_Job] = []
-        work = first.work
-        for queues in self._queues:
-            for client in list(queues):
-                queue = queues[client]
-                for job in [j for j in queue if j.key == first.key and not j.future.done()]:
-                    if len(taken) >= room:
-                        return taken
-                    if self.max_work and work + job.work > self.max_work:
-                        continue
-                    work += job.work
-                    queue.remove(job)
-                    self.queued -= 1
-                    taken.append(job)
-                if not queue:
-                    del queues[client]
-        return taken
-
     # -- passes ------------------------------------------------------------------------------
     def _dispatch(self) -> None:
         while self.in_flight < self.slots:
-            job = self._next()
+            job = self.queue.next()
             if job is None:
                 break
-            jobs = [job, *self._companions(job, self.max_batch - 1)]
+            jobs = [job, *self.queue.companions(job, self.max_batch - 1, self.max_work)]
             self.in_flight += 1
             task = asyncio.create_task(self._pass(jobs))
             self._tasks.add(task)
