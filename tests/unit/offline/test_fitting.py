@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 
@@ -18,6 +19,7 @@ from system1.offline.fitting import (
     fit_temperature,
     folds,
     measure,
+    question_held_out,
     recommend,
     threshold_table,
 )
@@ -118,6 +120,39 @@ def test_cross_validation_never_measures_a_row_with_a_fit_that_saw_it(monkeypatc
     for trained, tested in zip(seen_by_fit, measured):
         assert trained.isdisjoint(tested)
         assert trained | tested == {id(r) for r in rows}
+
+
+def test_leaving_a_question_out_never_fits_on_any_row_of_it(monkeypatch):
+    import system1.offline.fitting as fitting
+
+    rows = [dataclasses.replace(row, question=f"question {i % 4}") for i, row in enumerate(synthetic(2.0, count=80))]
+    trained_on: list[set[str]] = []
+    real_fit = fitting.fit
+
+    def recording_fit(train, *args, **kwargs):
+        trained_on.append({r.question for r in train})
+        return real_fit(train, *args, **kwargs)
+
+    measured: list[set[str]] = []
+    real_calibrated = fitting.calibrated
+
+    def recording_calibrated(subset, fits):
+        measured.append({r.question for r in subset})
+        return real_calibrated(subset, fits)
+
+    monkeypatch.setattr(fitting, "fit", recording_fit)
+    monkeypatch.setattr(fitting, "calibrated", recording_calibrated)
+    result = fitting.question_held_out(rows)
+    assert len(result) == len(rows) and len(trained_on) == 4
+    for questions, tested in zip(trained_on, measured):
+        assert len(tested) == 1 and questions.isdisjoint(tested) and len(questions) == 3
+
+
+def test_an_unseen_question_gets_the_option_count_fit_of_the_others():
+    rows = [dataclasses.replace(row, question=f"question {i % 4}") for i, row in enumerate(synthetic(2.5, count=1200))]
+    before = measure(rows, [r.probabilities for r in rows])
+    unseen = measure(rows, question_held_out(rows))
+    assert unseen["ece"] < before["ece"] / 2  # the same engine on other questions calibrates this one
 
 
 def test_calibration_lowers_the_error_of_an_overconfident_engine():

@@ -44,7 +44,8 @@ def run(args: argparse.Namespace) -> int:
             report_path.parent.mkdir(parents=True, exist_ok=True)
             report_path.write_text(text, encoding="utf-8")
             probabilities = {"before": [r.probabilities for r in answered],
-                             "after (held-out)": tool.cross_validated(answered, args.folds)}
+                             "after (held-out rows)": tool.cross_validated(answered, args.folds),
+                             "after (unseen questions)": tool.question_held_out(answered)}
             drawn = tool.diagram(answered, probabilities, report_path.with_suffix(".png"))
             print(f"report written to {report_path}" + ("" if drawn else " (install matplotlib for the diagram)"),
                   file=sys.stderr)

@@ -21,7 +21,7 @@ from typing import Any
 from ..core.calibration import Fit, FitsFile
 from ..core.schema import YES_NO
 from ..service.client import ServiceClient
-from .fitting import Answered, calibrated, cross_validated, fit, measure, recommend, top
+from .fitting import Answered, calibrated, cross_validated, fit, measure, question_held_out, recommend, top
 
 REPORTS = Path(__file__).resolve().parents[4] / "calibration" / "reports"
 
@@ -111,6 +111,7 @@ def results(rows: list[Answered], target_accuracy: float, k: int) -> dict[str, A
     fits = fit(rows)
     in_sample = calibrated(rows, fits)
     held_out = cross_validated(rows, k)
+    unseen = question_held_out(rows)
     raw = [r.probabilities for r in rows]
 
     def section(indices: list[int]) -> dict[str, Any]:
@@ -120,6 +121,7 @@ def results(rows: list[Answered], target_accuracy: float, k: int) -> dict[str, A
             "before": measure(subset, [raw[i] for i in indices]),
             "after_in_sample": measure(subset, [in_sample[i] for i in indices]),
             "after_held_out": after_held_out,
+            "after_unseen_question": measure(subset, [unseen[i] for i in indices]),
             "recommended": recommend(after_held_out["thresholds"], target_accuracy),
         }
 
@@ -145,16 +147,19 @@ def render(report: dict[str, Any], sources: list[str], problems: list[str]) -> s
     lines = [
         f"# Calibration report: {report['provider']} {report['model']}", "",
         f"Data: {', '.join(sources)}. Fitted by `system1 calibrate`; \"held-out\" figures come from "
-        f"{report['folds']}-fold cross-validation (fitted on the other folds), \"in-sample\" ones from the fit on all rows.", "",
-        "| question | n | accuracy | ECE before → in-sample → held-out | Brier before → held-out | AUROC | temperature | recommended threshold (held-out) |",
+        f"{report['folds']}-fold cross-validation (fitted on the other folds), \"in-sample\" ones from the fit on all rows, "
+        "and \"unseen\" ones from fits that never saw any row of the question (leave one question out): what a new "
+        "question gets.", "",
+        "| question | n | accuracy | ECE before → in-sample → held-out → unseen | Brier before → held-out | AUROC | temperature | recommended threshold (held-out) |",
         "|---|---|---|---|---|---|---|---|",
     ]
     temperatures = {f["question"]: f["temperature"] for f in report["fits"] if f.get("question")}
     for name, section in [("all rows", report["overall"]), *report["questions"].items()]:
         b, i, h, rec = section["before"], section["after_in_sample"], section["after_held_out"], section["recommended"]
+        u = section["after_unseen_question"]
         auroc = "-" if b["auroc"] is None else f"{b['auroc']:.2f}"
         shown = rec and f"{rec['threshold']:.2f}: {_pct(rec['accuracy'])} accurate, {_pct(rec['coverage'])} covered"
-        lines.append(f"| {name} | {b['n']} | {_pct(b['accuracy'])} | {b['ece']:.3f} → {i['ece']:.3f} → {h['ece']:.3f} | "
+        lines.append(f"| {name} | {b['n']} | {_pct(b['accuracy'])} | {b['ece']:.3f} → {i['ece']:.3f} → {h['ece']:.3f} → {u['ece']:.3f} | "
                      f"{b['brier']:.3f} → {h['brier']:.3f} | {auroc} | {temperatures.get(name, '-')} | "
                      f"{shown or 'none reaches ' + _pct(report['target_accuracy'])} |")
     lines += ["", f"Threshold table, all rows, held-out (target accuracy {_pct(report['target_accuracy'])}):", "",

@@ -5,7 +5,8 @@ and one per (provider, model, option count) always; each minimises the negative
 log-likelihood of the labels. Measurements: accuracy, expected calibration error (ECE, ten
 equal-width bins), Brier score, AUROC of confidence for telling right from wrong, and a table
 of coverage against accuracy by threshold. Cross-validation fits on k-1 folds and measures on
-the held-out one, so the "after" figures are not measured on the rows they were fitted on.
+the held-out one, so the "after" figures are not measured on the rows they were fitted on;
+leaving one question out at a time measures what a question no fit has seen gets.
 """
 
 from __future__ import annotations
@@ -102,17 +103,31 @@ def folds(count: int, k: int, seed: int = 0) -> list[list[int]]:
     return [sorted(order[i::k]) for i in range(k)]
 
 
-def cross_validated(rows: Sequence[Answered], k: int = 5, seed: int = 0) -> list[dict[str, float]]:
-    """Every row's probabilities from fits that never saw it."""
-    k = max(2, min(k, len(rows)))
+def _held_out(rows: Sequence[Answered], groups: Iterable[list[int]]) -> list[dict[str, float]]:
+    """Every row's probabilities from fits on the rows outside its group."""
     held_out: list[dict[str, float] | None] = [None] * len(rows)
-    for test in folds(len(rows), k, seed):
+    for test in groups:
         tested = set(test)
         train = [row for i, row in enumerate(rows) if i not in tested]
         fitted = fit(train) if train else []
         for index, probabilities in zip(test, calibrated([rows[i] for i in test], fitted)):
             held_out[index] = probabilities
     return [p for p in held_out if p is not None]
+
+
+def cross_validated(rows: Sequence[Answered], k: int = 5, seed: int = 0) -> list[dict[str, float]]:
+    """Every row's probabilities from fits that never saw it (k row-level folds). Other rows of
+    its question may have been fitted, so this flatters a question the fits know."""
+    return _held_out(rows, folds(len(rows), max(2, min(k, len(rows))), seed))
+
+
+def question_held_out(rows: Sequence[Answered]) -> list[dict[str, float]]:
+    """Every row's probabilities from fits that never saw any row of its question (leave one
+    question out): the calibration a new question gets."""
+    groups: dict[str, list[int]] = defaultdict(list)
+    for index, row in enumerate(rows):
+        groups[row.question].append(index)
+    return _held_out(rows, groups.values())
 
 
 # -- measurements --------------------------------------------------------------------------------
