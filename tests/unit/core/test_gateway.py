@@ -7,7 +7,7 @@ import logging
 import anyio
 import pytest
 
-from system1.core.calibration import Calibrator, Fit, Source
+from system1.core.calibration import Calibrator, Fit, Source, temper
 from system1.core.gateway import Gateway
 from system1.providers.base import Capabilities, EngineAnswer, HealthProbe, OneQuestionProvider, Query
 from system1.service.reports import capabilities_report, health_report
@@ -23,7 +23,9 @@ SEED_REQUEST = {
 SEED_RESPONSE = {
     "schema_version": "1", "request_id": "demo-1", "status": "decided",
     "decision": "rerun the pipeline", "confidence": 0.9,
-    "rationale": "mock provider: always picks the first option", "provider": "mock",
+    # The seeds' example, but for the rationale's last words: an answer no fit applied to says so.
+    "rationale": "mock provider: always picks the first option (confidence uncalibrated: no fit for this engine "
+                 "and question)", "provider": "mock",
     "probabilities": {"rerun the pipeline": 0.9, "block the merge": 0.09999999999999998},
     "calibrated": False, "latency_ms": 0,
     "attempts": [{"provider": "mock", "outcome": "ok", "latency_ms": 0, "detail": None}], "error": None,
@@ -298,3 +300,47 @@ async def test_a_request_over_the_work_budget_is_refused_before_any_engine_is_as
     small = gateway(tmp_path, '[gateway]\nprovider = "mock"\nmax_work = 1000\n')
     assert (await small.decide({"question": "q?", "options": ["a", "b"], "context": {"log": "y" * 2000}})).status == "error"
     assert (await small.decide({"question": "q?", "options": ["a", "b"]})).status == "decided"
+
+
+QUESTION_FIT = Fit(provider="mock", model="mock", question=SEED_REQUEST["question"], temperature=2.0)
+COUNT_FIT = Fit(provider="mock", model="mock", n_options=2, temperature=3.0)
+UNSEEN_FIT = Fit(provider="mock", model="mock", unseen=True, temperature=4.0)
+
+
+@pytest.mark.parametrize(
+    ("fits", "kind", "temperature", "note"),
+    [
+        ((QUESTION_FIT, COUNT_FIT, UNSEEN_FIT), "question", 2.0, "calibrated by this question's fit"),
+        ((COUNT_FIT, UNSEEN_FIT), "options", 3.0, "calibrated by the fit for this many options"),
+        ((UNSEEN_FIT,), "unseen", 4.0, "the engine's fit for questions it has no fit for"),
+        ((), "none", None, "uncalibrated: no fit for this engine and question"),
+    ],
+)
+async def test_the_question_fit_wins_then_the_option_count_then_the_unseen_question_fit_then_none(
+    tmp_path, fits, kind, temperature, note
+):
+    g = Gateway(config_in(tmp_path, '[gateway]\nprovider = "mock"\nmin_confidence = 0\n'),
+                calibrator=Calibrator([Source("local", tmp_path, fits)]))
+    response = await g.decide(SEED_REQUEST)
+    assert response.calibration == kind and response.calibrated is (temperature is not None)
+    expected = 0.9 if temperature is None else temper({"a": 0.9, "b": 0.1}, temperature)["a"]
+    assert response.confidence == pytest.approx(expected) and note in response.rationale
+
+
+async def test_uncalibrated_abstain_abstains_where_no_fit_applies_and_answers_where_one_does(tmp_path):
+    toml = '[gateway]\nprovider = "mock"\nmin_confidence = 0\nuncalibrated = "abstain"\n'
+    bare = await gateway(tmp_path, toml).decide(SEED_REQUEST)
+    assert bare.status == "abstained" and bare.abstain_reason == "uncalibrated"
+    assert 'uncalibrated = "abstain"' in bare.rationale and bare.confidence == 0.9
+    fitted = Gateway(config_in(tmp_path, toml), calibrator=Calibrator([Source("local", tmp_path, (UNSEEN_FIT,))]))
+    assert (await fitted.decide(SEED_REQUEST)).status == "decided"
+
+
+async def test_health_and_capabilities_say_what_is_calibrated_for_the_primary_engine(tmp_path):
+    g = Gateway(config_in(tmp_path, '[gateway]\nprovider = "mock"\n'),
+                calibrator=Calibrator([Source("local", tmp_path, (QUESTION_FIT, COUNT_FIT, UNSEEN_FIT))]))
+    caps, health = capabilities_report(g), await health_report(g)
+    assert caps["calibrated_for"] == {"mock": {"questions": [SEED_REQUEST["question"]], "option_counts": [2],
+                                               "unseen_questions": True}}
+    assert caps["uncalibrated"] == "pass"
+    assert health["calibrated_for"] == {"mock": {"questions": 1, "option_counts": [2], "unseen_questions": True}}

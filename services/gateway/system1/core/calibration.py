@@ -1,22 +1,28 @@
 """Temperature calibration: makes `confidence`, and so `min_confidence`, mean what it says.
 
-One temperature per (provider, model, question), falling back to one per (provider, model,
-option count). Probabilities are rescaled as p_i^(1/T) / sum_j p_j^(1/T): monotonic, so the
-winning option never changes. A fit names the model or checkpoint it was fitted for and is
-ignored for any other.
+Probabilities are rescaled as p_i^(1/T) / sum_j p_j^(1/T): monotonic, so the winning option
+never changes. A fit names the provider and the model or checkpoint it was fitted for and is
+ignored for any other. For one answer the first fit that exists applies, in this order:
 
-Fits file, format version 1 (written by `system1 calibrate`):
+1. the question's own fit (`question`), fitted on that question's labelled rows;
+2. the option-count fit (`n_options`), written only where leaving whole questions out showed
+   it beats the engine-wide fit on questions it never saw;
+3. the fit for unseen questions (`unseen: true`), one per engine, fitted on every labelled
+   question and judged by leaving one question out;
+4. none: the engine's own probabilities (`calibrated: false`; `[gateway] uncalibrated` says
+   whether to answer with them or abstain).
 
-    {"format": "system1-calibration", "version": 1,
-     "fits": [{"provider": "systemone", "model": "minilm", "question": "...",
-               "temperature": 0.42, "n": 45},
-              {"provider": "systemone", "model": "minilm", "n_options": 2,
-               "temperature": 0.6, "n": 69}]}
+Fits file, format version 2 (written by `system1 calibrate`; version 1 files, without the
+unseen-question fit, are read too):
 
-Each fit has exactly one of `question` or `n_options`; other fields (`n`, measurements,
-dates) are kept for people and ignored here. Two files are read: the installation's own
-(`<install dir>/calibration.json`) and the one shipped in this package; for each lookup the
-local file wins, and a question's own fit wins over an option-count fit.
+    {"format": "system1-calibration", "version": 2,
+     "fits": [{"provider": "systemone", "model": "minilm", "question": "...", "temperature": 0.42, "n": 45},
+              {"provider": "systemone", "model": "minilm", "n_options": 3, "temperature": 0.6, "n": 69},
+              {"provider": "systemone", "model": "minilm", "unseen": true, "temperature": 1.7, "n": 300}]}
+
+Other fields (`n`, measurements, dates) are kept for people and ignored here. Two files are
+read: the installation's own (`<install dir>/calibration.json`) and the one shipped in this
+package; for each kind of fit the local file wins.
 """
 
 from __future__ import annotations
@@ -30,7 +36,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 FORMAT = "system1-calibration"
-VERSION = 1
+VERSION = 2
+READABLE_VERSIONS = (1, 2)
 SHIPPED_FITS = Path(__file__).with_name("calibration.json")
 LOCAL_FITS_NAME = "calibration.json"
 
@@ -44,13 +51,23 @@ class Fit(BaseModel):
     model: str
     question: str | None = None
     n_options: int | None = Field(default=None, ge=2)
+    unseen: bool = False
     temperature: float = Field(gt=0.0)
 
     @model_validator(mode="after")
     def _one_key(self) -> Fit:
-        if (self.question is None) == (self.n_options is None):
-            raise ValueError("a fit has exactly one of 'question' or 'n_options'")
+        if [self.question is not None, self.n_options is not None, self.unseen].count(True) != 1:
+            raise ValueError("a fit has exactly one of 'question', 'n_options' or 'unseen: true'")
         return self
+
+    @property
+    def kind(self) -> str:
+        """What the fit is for, as answers and metrics name it."""
+        return "question" if self.question is not None else "options" if self.n_options is not None else "unseen"
+
+    @property
+    def key(self) -> tuple:
+        return (self.provider, self.model, self.question, self.n_options, self.unseen)
 
 
 class FitsFile(BaseModel):
@@ -64,8 +81,8 @@ class FitsFile(BaseModel):
     def _known(self) -> FitsFile:
         if self.format != FORMAT:
             raise ValueError(f"format is {self.format!r}, expected {FORMAT!r}")
-        if self.version != VERSION:
-            raise ValueError(f"version {self.version} is not supported (this gateway reads {VERSION})")
+        if self.version not in READABLE_VERSIONS:
+            raise ValueError(f"version {self.version} is not supported (this gateway reads {READABLE_VERSIONS})")
         return self
 
 
@@ -94,12 +111,15 @@ class Calibrator:
         self.errors = errors or []
         self._by_question: dict[tuple[str, str, str], Fit] = {}
         self._by_count: dict[tuple[str, str, int], Fit] = {}
+        self._unseen: dict[tuple[str, str], Fit] = {}
         for source in reversed(sources):  # earlier sources (local) overwrite later ones
             for fit in source.fits:
                 if fit.question is not None:
                     self._by_question[(fit.provider, fit.model, fit.question)] = fit
+                elif fit.n_options is not None:
+                    self._by_count[(fit.provider, fit.model, fit.n_options)] = fit
                 else:
-                    self._by_count[(fit.provider, fit.model, fit.n_options or 0)] = fit
+                    self._unseen[(fit.provider, fit.model)] = fit
 
     @classmethod
     def load(cls, local: Path | None, shipped: Path = SHIPPED_FITS) -> Calibrator:
@@ -118,9 +138,23 @@ class Calibrator:
         return cls(sources, errors)
 
     def lookup(self, provider: str, model: str, question: str, n_options: int) -> Fit | None:
-        return self._by_question.get((provider, model, question)) or self._by_count.get(
-            (provider, model, n_options)
-        )
+        """The fit that applies, in the order of the module docstring, or None."""
+        return (self._by_question.get((provider, model, question))
+                or self._by_count.get((provider, model, n_options))
+                or self._unseen.get((provider, model)))
+
+    def coverage(self, provider: str) -> dict[str, dict[str, Any]]:
+        """For each model of `provider` with fits: the questions and option counts that have
+        their own, and whether unseen questions are calibrated."""
+        models = {key[1] for key in (*self._by_question, *self._by_count, *self._unseen) if key[0] == provider}
+        return {
+            model: {
+                "questions": sorted(q for p, m, q in self._by_question if (p, m) == (provider, model)),
+                "option_counts": sorted(n for p, m, n in self._by_count if (p, m) == (provider, model)),
+                "unseen_questions": (provider, model) in self._unseen,
+            }
+            for model in sorted(models)
+        }
 
     def summary(self) -> list[dict[str, Any]]:
         return [
@@ -131,7 +165,8 @@ class Calibrator:
                     {
                         "provider": f.provider,
                         "model": f.model,
-                        **({"question": f.question} if f.question is not None else {"n_options": f.n_options}),
+                        **({"question": f.question} if f.question is not None
+                           else {"n_options": f.n_options} if f.n_options is not None else {"unseen": True}),
                         "temperature": f.temperature,
                     }
                     for f in source.fits

@@ -36,6 +36,8 @@ class GatewaySettings(_Section):
     fallback: list[str] = Field(default_factory=list)
     timeout_s: float = Field(default=5.0, gt=0.0, le=300.0)
     min_confidence: float = Field(default=0.6, ge=0.0, le=1.0)
+    #: With no calibration fit for the answer: answer with the engine's own confidence, or abstain.
+    uncalibrated: Literal["pass", "abstain"] = "pass"
     #: Characters one engine pass may read (see `core.work`); a larger request is refused.
     max_work: int = Field(default=100_000, ge=1_000, le=10_000_000)
     log_level: LogLevel = "INFO"

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..providers import REGISTRY
 from ..providers.base import EngineAnswer, Provider, Query
-from .calibration import LOCAL_FITS_NAME, Calibrator, temper
+from .calibration import LOCAL_FITS_NAME, Calibrator, Fit, temper
 from .chain import Chain, ChainAnswer, ms
 from .config import LoadedConfig
 from .events import Observer
@@ -32,6 +32,13 @@ from .work import over_budget, work_of
 logger = logging.getLogger(__name__)
 
 PAUSE_FILE = "paused"
+# What the rationale says about calibration, by the kind of fit that applied.
+CALIBRATION_NOTES = {
+    "question": "confidence calibrated by this question's fit",
+    "options": "confidence calibrated by the fit for this many options",
+    "unseen": "confidence calibrated by the engine's fit for questions it has no fit for",
+    "none": "confidence uncalibrated: no fit for this engine and question",
+}
 PAUSED_RATIONALE = "System-1 is paused (`system1 toggle on` resumes it): reason it through yourself."
 
 
@@ -156,27 +163,32 @@ class Gateway:
         if answer.abstain:
             return Decision(status="abstained", rationale=answer.rationale or f"{name} abstained",
                             abstain_reason="engine", **common)
-        probabilities, confidence, calibrated = (
-            self._calibrated(name, answer, query) if calibrate else (answer.probabilities, answer.confidence, False)
-        )
+        probabilities, confidence = answer.probabilities, float(answer.confidence)
+        fit = self._fit(name, answer, query) if calibrate else None
+        if fit is not None:
+            probabilities = temper(probabilities, fit.temperature)
+            confidence = probabilities[answer.decision]
+        calibrated, how = fit is not None, CALIBRATION_NOTES[fit.kind if fit else "none"]
+        common["calibration"] = fit.kind if fit else "none"
+        if calibrate and fit is None and self.config.settings.gateway.uncalibrated == "abstain":
+            rationale = (f"no calibration fit applies to {name} {answer.model} here, and [gateway] uncalibrated = "
+                         f'"abstain": decide this yourself. {answer.rationale or ""}').strip()
+            return Decision(status="abstained", confidence=confidence, probabilities=probabilities,
+                            rationale=rationale, abstain_reason="uncalibrated", **common)
+        rationale_tail = f" ({how})" if calibrate else ""
         if confidence < threshold:
             attempts[-1] = attempts[-1].model_copy(
                 update={"outcome": "abstained", "detail": f"confidence {confidence:.2f} below {threshold:.2f}"}
             )
             rationale = (f"not sure enough: confidence {confidence:.2f} is below the threshold {threshold:.2f}, "
-                         f"so decide this yourself. {answer.rationale or ''}").strip()
+                         f"so decide this yourself. {answer.rationale or ''}").strip() + rationale_tail
             return Decision(status="abstained", confidence=confidence, probabilities=probabilities,
                             calibrated=calibrated, rationale=rationale, abstain_reason="threshold", **common)
         return Decision(status="decided", decision=answer.decision, confidence=confidence, probabilities=probabilities,
-                        calibrated=calibrated, rationale=answer.rationale, **common)
+                        calibrated=calibrated, rationale=(answer.rationale or "") + rationale_tail, **common)
 
-    def _calibrated(self, name: str, answer: EngineAnswer, query: Query) -> tuple[dict[str, float] | None, float, bool]:
-        """Probabilities, confidence and whether a fit was applied."""
-        probabilities, confidence = answer.probabilities, float(answer.confidence)
-        if not probabilities or answer.decision not in probabilities:
-            return probabilities, confidence, False
-        fit = self.calibrator.lookup(name, answer.model, query.question, len(query.choices))
-        if fit is None:
-            return probabilities, confidence, False
-        probabilities = temper(probabilities, fit.temperature)
-        return probabilities, probabilities[answer.decision], True
+    def _fit(self, name: str, answer: EngineAnswer, query: Query) -> Fit | None:
+        """The calibration fit for this answer, or None (also for engines without probabilities)."""
+        if not answer.probabilities or answer.decision not in answer.probabilities:
+            return None
+        return self.calibrator.lookup(name, answer.model, query.question, len(query.choices))

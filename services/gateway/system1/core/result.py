@@ -12,7 +12,8 @@ from typing import Any, Literal
 
 from .schema import Attempt, DecideResponse, ErrorCode, ErrorInfo, Status, new_request_id
 
-AbstainReason = Literal["engine", "threshold", "paused"]
+AbstainReason = Literal["engine", "threshold", "paused", "uncalibrated"]
+Calibration = Literal["question", "options", "unseen", "none"]
 
 
 @dataclass
@@ -32,6 +33,8 @@ class Decision:
     latency_ms: int = 0
     #: Why it abstained, for metrics.
     abstain_reason: AbstainReason | None = None
+    #: Which calibration fit applied (see `core.calibration`); None when no engine answered.
+    calibration: Calibration | None = None
     #: Set when every provider turned the request away at the door: seconds to wait.
     retry_after_s: int | None = None
 

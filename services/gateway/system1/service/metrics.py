@@ -56,8 +56,9 @@ class Metrics(Observer):
         self.engine_up_gauge = Gauge("system1_engine_up", "1 when the last health probe of the engine passed.",
                                      ["provider"], registry=r)
         self.abstentions = Counter("system1_abstentions", "Abstentions, by reason.", ["reason"], registry=r)
-        self.calibrated = Counter("system1_calibrated_decisions", "Answers rescaled by a calibration fit.",
-                                  ["provider"], registry=r)
+        self.calibrated = Counter("system1_calibrated_decisions",
+                                  "Answers by the calibration that applied: question, options, unseen or none.",
+                                  ["provider", "fit"], registry=r)
         self.confidence = Histogram("system1_confidence", "Confidence of answered decisions.",
                                     buckets=CONFIDENCE_BUCKETS, registry=r)
         self.client_decisions = Counter("system1_client_decisions", "Decisions per configured client.",
@@ -80,8 +81,8 @@ class Metrics(Observer):
         self.client_decisions.labels(self.client_label(client)).inc()
         if decision.abstain_reason is not None:
             self.abstentions.labels(decision.abstain_reason).inc()
-        if decision.calibrated:
-            self.calibrated.labels(decision.provider).inc()
+        if decision.calibration is not None:
+            self.calibrated.labels(decision.provider, decision.calibration).inc()
         if decision.confidence is not None:
             self.confidence.observe(decision.confidence)
         if decision.retry_after_s is not None:

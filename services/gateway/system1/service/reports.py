@@ -23,6 +23,9 @@ async def health_report(gateway: Gateway, max_age_s: float = 0.0) -> dict[str, A
         "config_file": str(gateway.config.path) if gateway.config.path else None,
         "config_errors": list(gateway.errors),
         "calibration_errors": list(gateway.calibrator.errors),
+        "calibrated_for": {model: {"questions": len(c["questions"]), "option_counts": c["option_counts"],
+                                   "unseen_questions": c["unseen_questions"]}
+                           for model, c in gateway.calibrator.coverage(gateway.config.settings.gateway.provider).items()},
         "providers": providers,
     }
 
@@ -42,6 +45,8 @@ def capabilities_report(gateway: Gateway) -> dict[str, Any]:
         "providers": {name: p.capabilities().as_dict() for name, p in gateway.providers.items()},
         "available_providers": list(REGISTRY),
         "calibration": gateway.calibrator.summary(),
+        "uncalibrated": settings.uncalibrated,
+        "calibrated_for": gateway.calibrator.coverage(settings.provider),
         "config_errors": list(gateway.errors),
         "request_schema": schemas["request.json"],
         "response_schema": schemas["response.json"],
