@@ -88,7 +88,7 @@ def test_without_write_or_ship_nothing_is_written(tmp_path, labelled, shipped, m
     local = tmp_path / "state" / "calibration.json"
     report = json.loads(capsys.readouterr().out)
     assert report["overall"]["before"]["n"] == 16 and report["overall"]["before"]["accuracy"] == 0.75
-    assert {f.get("question") or f.get("n_options") for f in report["fits"]} == {QUESTION, 2}
+    assert {f.get("question") or ("unseen" if f.get("unseen") else f.get("n_options")) for f in report["fits"]} == {QUESTION, "unseen"}
     assert not local.exists() and shipped.read_bytes() == before
     assert not (tmp_path / "repo" / "reports").exists()
 
@@ -123,6 +123,18 @@ def test_merging_replaces_fits_for_the_same_key_and_keeps_the_rest(tmp_path):
     calibrate_tool.merge(path, [{"provider": "a", "model": "m", "question": "q", "temperature": 0.5}])
     fits = json.loads(path.read_text())["fits"]
     assert sorted((f.get("question") or "", f["temperature"]) for f in fits) == [("", 1.5), ("q", 0.5)]
+
+
+def test_a_run_replaces_its_engines_option_count_and_unseen_fits_and_keeps_other_questions(tmp_path):
+    path = tmp_path / "fits.json"
+    calibrate_tool.merge(path, [{"provider": "a", "model": "m", "question": "old", "temperature": 2.0},
+                                {"provider": "a", "model": "m", "n_options": 2, "temperature": 1.5},
+                                {"provider": "b", "model": "m", "n_options": 2, "temperature": 9.0}])
+    calibrate_tool.merge(path, [{"provider": "a", "model": "m", "unseen": True, "temperature": 0.7}])
+    fits = json.loads(path.read_text())["fits"]
+    assert sorted((f["provider"], f.get("question"), f.get("n_options"), f["unseen"]) for f in fits) == [
+        ("a", None, None, True), ("a", "old", None, False), ("b", None, 2, False)]
+    assert json.loads(path.read_text())["version"] == 2
 
 
 def test_the_shipped_seed_sets_load_and_ask_the_routing_features_exactly():

@@ -47,12 +47,28 @@ def test_fitting_recovers_a_known_temperature(temperature):
     assert fit_temperature(synthetic(temperature)) == pytest.approx(temperature, rel=0.12)
 
 
-def test_question_fits_need_enough_rows_and_option_count_fits_are_always_made():
+def test_question_fits_need_enough_rows_and_the_unseen_question_fit_is_always_made():
     rows = synthetic(2.0, count=30)
     few = [Answered("rare", r.options, r.label, r.probabilities, "p", "m") for r in rows[:5]]
     fits = fit(rows + few, min_question_rows=10)
-    assert {(f.question, f.n_options) for f in fits} == {("q", None), (None, 3)}
-    assert all(f.model_extra["n"] in (30, 35) for f in fits)
+    assert {(f.kind, f.question, f.model_extra["n"]) for f in fits} == {("question", "q", 30), ("unseen", None, 35)}
+
+
+def test_an_option_count_fit_is_written_only_where_it_beats_the_unseen_fit_on_questions_left_out():
+    def questions(temperature: float, n_options: int, names: str) -> list[Answered]:
+        rows = synthetic(temperature, count=600, seed=n_options)
+        if n_options == 2:  # the same engine, asked two-option questions
+            rows = [dataclasses.replace(r, options=("a", "b"), label="a" if r.label == "a" else "b",
+                                        probabilities={"a": r.probabilities["a"], "b": 1 - r.probabilities["a"]})
+                    for r in rows]
+        return [dataclasses.replace(r, question=f"{names} {i % 3}") for i, r in enumerate(rows)]
+
+    # Overconfident on three options, underconfident on two: one temperature cannot serve both.
+    rows = questions(3.0, 3, "three") + questions(0.4, 2, "two")
+    fits = fit(rows, min_question_rows=10_000)
+    assert sorted((f.kind, f.n_options) for f in fits) == [("options", 2), ("options", 3), ("unseen", None)]
+    same = fit(questions(2.0, 3, "alike"), min_question_rows=10_000)
+    assert [f.kind for f in same] == ["unseen"]  # one kind of question: nothing to beat
 
 
 def test_ece_against_a_hand_computed_value():

@@ -174,14 +174,19 @@ def render(report: dict[str, Any], sources: list[str], problems: list[str]) -> s
 
 
 def merge(path: Path, fits: list[dict[str, Any]]) -> None:
-    """Add `fits` to the fits file at `path`, replacing any fit for the same key."""
+    """Add `fits` to the fits file at `path`: a question's fit replaces that question's, and an
+    engine's option-count and unseen-question fits replace all of that engine's (they come from
+    the whole run's data, so older ones would contradict them)."""
     existing = FitsFile.model_validate(json.loads(path.read_text(encoding="utf-8"))) if path.exists() else FitsFile()
     new = [Fit.model_validate(f) for f in fits]
-    keys = {(f.provider, f.model, f.question, f.n_options) for f in new}
-    kept = [f for f in existing.fits if (f.provider, f.model, f.question, f.n_options) not in keys]
+    keys = {f.key for f in new}
+    engines = {(f.provider, f.model) for f in new if f.kind != "question"}
+    kept = [f for f in existing.fits
+            if f.key not in keys and not (f.kind != "question" and (f.provider, f.model) in engines)]
     merged = FitsFile(fits=kept + new)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(merged.model_dump(exclude_none=True), indent=2) + "\n", encoding="utf-8")
+    path.write_text(json.dumps(merged.model_dump(exclude_none=True), indent=2) + "\n",
+                    encoding="utf-8")
 
 
 def diagram(rows: list[Answered], report_probabilities: dict[str, list[dict[str, float]]], path: Path) -> bool:

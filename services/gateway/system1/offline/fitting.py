@@ -1,8 +1,9 @@
 """Fitting temperatures and measuring calibration, for `system1 calibrate`.
 
-One temperature per (provider, model, question) when the question has enough labelled rows,
-and one per (provider, model, option count) always; each minimises the negative
-log-likelihood of the labels. Measurements: accuracy, expected calibration error (ECE, ten
+Per engine (provider, model): one temperature per question with enough labelled rows; one for
+questions no fit has seen, on all rows; and one per option count only where leaving whole
+questions out shows it predicts those questions better than the unseen-question fit. Each
+minimises the negative log-likelihood of the labels. Measurements: accuracy, expected calibration error (ECE, ten
 equal-width bins), Brier score, AUROC of confidence for telling right from wrong, and a table
 of coverage against accuracy by threshold. Cross-validation fits on k-1 folds and measures on
 the held-out one, so the "after" figures are not measured on the rows they were fitted on;
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from ..core.calibration import Calibrator, Fit, Source, temper
 
 MIN_QUESTION_ROWS = 10
+MIN_BUCKET_QUESTIONS = 2  # an option-count fit needs this many questions to be judged on unseen ones
 THRESHOLDS = (0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
 _EPS = 1e-12
 
@@ -45,45 +47,89 @@ def top(probabilities: dict[str, float]) -> tuple[str, float]:
     return option, probabilities[option]
 
 
+def _log_shares(rows: Sequence[Answered]) -> list[tuple[float | None, list[float]]]:
+    """Per row: the log probability of its label (None when 0) and of every option above 0."""
+    prepared = []
+    for row in rows:
+        p_label = row.probabilities.get(row.label, 0.0)
+        prepared.append((math.log(p_label) if p_label > 0 else None,
+                         [math.log(p) for p in row.probabilities.values() if p > 0]))
+    return prepared
+
+
+def _nll(prepared: list[tuple[float | None, list[float]]], temperature: float) -> float:
+    """Mean negative log-likelihood of the labels after tempering (what `temper` computes, in
+    log space: the fitting loops call this thousands of times)."""
+    a, total = 1.0 / temperature, 0.0
+    for label, logs in prepared:
+        if label is None or not logs:
+            total -= math.log(_EPS)
+            continue
+        top_log = max(logs) * a
+        lse = top_log + math.log(sum(math.exp(a * lp - top_log) for lp in logs))
+        total -= max(a * label - lse, math.log(_EPS))
+    return total / len(prepared)
+
+
 def nll(rows: Sequence[Answered], temperature: float) -> float:
-    return -sum(math.log(max(temper(r.probabilities, temperature).get(r.label, 0.0), _EPS)) for r in rows) / len(rows)
+    return _nll(_log_shares(rows), temperature)
 
 
-def fit_temperature(rows: Sequence[Answered], low: float = 0.02, high: float = 50.0, steps: int = 80) -> float:
+def fit_temperature(rows: Sequence[Answered], low: float = 0.02, high: float = 50.0, steps: int = 48) -> float:
     """The temperature with the least negative log-likelihood (golden-section search on log T;
     the NLL is convex in 1/T)."""
+    prepared = _log_shares(rows)
     a, b = math.log(low), math.log(high)
     ratio = (math.sqrt(5) - 1) / 2
     c, d = b - ratio * (b - a), a + ratio * (b - a)
-    fc, fd = nll(rows, math.exp(c)), nll(rows, math.exp(d))
+    fc, fd = _nll(prepared, math.exp(c)), _nll(prepared, math.exp(d))
     for _ in range(steps):
         if fc < fd:
             b, d, fd = d, c, fc
             c = b - ratio * (b - a)
-            fc = nll(rows, math.exp(c))
+            fc = _nll(prepared, math.exp(c))
         else:
             a, c, fc = c, d, fd
             d = a + ratio * (b - a)
-            fd = nll(rows, math.exp(d))
+            fd = _nll(prepared, math.exp(d))
     return math.exp((a + b) / 2)
 
 
+def _count_fit_beats_unseen_fit(engine_rows: Sequence[Answered], n_options: int) -> bool:
+    """Whether, leaving each question with `n_options` options out in turn, a fit on the other
+    questions with that many options predicts it better than one fitted on every other question."""
+    bucket_questions = {r.question for r in engine_rows if r.n_options == n_options}
+    if len(bucket_questions) < MIN_BUCKET_QUESTIONS:
+        return False
+    count_loss = unseen_loss = 0.0
+    for question in bucket_questions:
+        tested = [r for r in engine_rows if r.question == question]
+        others = [r for r in engine_rows if r.question != question]
+        same_count = [r for r in others if r.n_options == n_options]
+        count_loss += nll(tested, fit_temperature(same_count)) * len(tested)
+        unseen_loss += nll(tested, fit_temperature(others)) * len(tested)
+    return count_loss < unseen_loss
+
+
 def fit(rows: Sequence[Answered], min_question_rows: int = MIN_QUESTION_ROWS) -> list[Fit]:
-    """Question fits where a question has enough rows; option-count fits always."""
-    by_question: dict[tuple, list[Answered]] = defaultdict(list)
-    by_count: dict[tuple, list[Answered]] = defaultdict(list)
+    """Per engine: question fits where a question has enough rows, the fit for unseen questions
+    on all rows, and option-count fits only where they beat it on questions left out."""
+    by_engine: dict[tuple[str, str], list[Answered]] = defaultdict(list)
     for row in rows:
-        by_question[(row.provider, row.model, row.question)].append(row)
-        by_count[(row.provider, row.model, row.n_options)].append(row)
-    fits = [
-        Fit(provider=p, model=m, question=q, temperature=round(fit_temperature(group), 4), n=len(group))
-        for (p, m, q), group in by_question.items()
-        if len(group) >= min_question_rows
-    ]
-    fits += [
-        Fit(provider=p, model=m, n_options=n, temperature=round(fit_temperature(group), 4), n=len(group))
-        for (p, m, n), group in by_count.items()
-    ]
+        by_engine[(row.provider, row.model)].append(row)
+    fits = []
+    for (provider, model), engine_rows in by_engine.items():
+        by_question: dict[str, list[Answered]] = defaultdict(list)
+        by_count: dict[int, list[Answered]] = defaultdict(list)
+        for row in engine_rows:
+            by_question[row.question].append(row)
+            by_count[row.n_options].append(row)
+        fits += [Fit(provider=provider, model=model, question=q, temperature=round(fit_temperature(group), 4),
+                     n=len(group)) for q, group in by_question.items() if len(group) >= min_question_rows]
+        fits += [Fit(provider=provider, model=model, n_options=n, temperature=round(fit_temperature(group), 4),
+                     n=len(group)) for n, group in by_count.items() if _count_fit_beats_unseen_fit(engine_rows, n)]
+        fits.append(Fit(provider=provider, model=model, unseen=True, temperature=round(fit_temperature(engine_rows), 4),
+                        n=len(engine_rows), questions=len(by_question)))
     return fits
 
 
