@@ -132,8 +132,8 @@ def test_a_run_replaces_its_engines_option_count_and_unseen_fits_and_keeps_other
                                 {"provider": "b", "model": "m", "n_options": 2, "temperature": 9.0}])
     calibrate_tool.merge(path, [{"provider": "a", "model": "m", "unseen": True, "temperature": 0.7}])
     fits = json.loads(path.read_text())["fits"]
-    assert sorted((f["provider"], f.get("question"), f.get("n_options"), f["unseen"]) for f in fits) == [
-        ("a", None, None, True), ("a", "old", None, False), ("b", None, 2, False)]
+    assert sorted((f["provider"], f.get("question", ""), f.get("n_options", 0), f["unseen"]) for f in fits) == [
+        ("a", "", 0, True), ("a", "old", 0, False), ("b", "", 2, False)]
     assert json.loads(path.read_text())["version"] == 2
 
 
