@@ -155,3 +155,18 @@ def test_request_schema_forbids_unknown_fields_and_states_the_limits():
     assert schema["additionalProperties"] is False
     assert schema["required"] == ["question"]
     assert schema["properties"]["question"]["maxLength"] == 8000
+
+
+@pytest.mark.parametrize("blank", ["\x1f", " \t", "\u00a0\u3000", "\ufeff"])
+def test_blank_means_the_same_to_the_validator_and_the_published_schema(blank):
+    import re
+
+    from system1.core.schema import RequestError, json_schemas, parse_request
+
+    schema = json_schemas()["request.json"]["properties"]
+    pattern = schema["question"]["pattern"]
+    assert re.search(pattern, blank) is None
+    assert schema["options"]["anyOf"][0]["items"]["pattern"] == pattern
+    assert schema["options"]["anyOf"][0]["uniqueItems"] is True
+    with pytest.raises(RequestError, match="question: must contain non-whitespace text"):
+        parse_request({"question": blank})
