@@ -126,10 +126,13 @@ def fit(rows: Sequence[Answered], min_question_rows: int = MIN_QUESTION_ROWS) ->
             by_count[row.n_options].append(row)
         fits += [Fit(provider=provider, model=model, question=q, temperature=round(fit_temperature(group), 4),
                      n=len(group)) for q, group in by_question.items() if len(group) >= min_question_rows]
-        fits += [Fit(provider=provider, model=model, n_options=n, temperature=round(fit_temperature(group), 4),
-                     n=len(group)) for n, group in by_count.items() if _count_fit_beats_unseen_fit(engine_rows, n)]
-        fits.append(Fit(provider=provider, model=model, unseen=True, temperature=round(fit_temperature(engine_rows), 4),
-                        n=len(engine_rows), questions=len(by_question)))
+        counted = {n for n in by_count if _count_fit_beats_unseen_fit(engine_rows, n)}
+        fits += [Fit(provider=provider, model=model, n_options=n, temperature=round(fit_temperature(by_count[n]), 4),
+                     n=len(by_count[n])) for n in sorted(counted)]
+        # The unseen fit serves the option counts without a fit of their own: fit it on those.
+        served = [r for r in engine_rows if r.n_options not in counted] or list(engine_rows)
+        fits.append(Fit(provider=provider, model=model, unseen=True, temperature=round(fit_temperature(served), 4),
+                        n=len(served), questions=len({r.question for r in served})))
     return fits
 
 
