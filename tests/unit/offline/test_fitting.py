@@ -69,6 +69,12 @@ def test_an_option_count_fit_is_written_only_where_it_beats_the_unseen_fit_on_qu
     assert sorted((f.kind, f.n_options) for f in fits) == [("options", 2), ("options", 3), ("unseen", None)]
     same = fit(questions(2.0, 3, "alike"), min_question_rows=10_000)
     assert [f.kind for f in same] == ["unseen"]  # one kind of question: nothing to beat
+    # With a fit of its own for two options, the unseen fit is fitted on the rest, which it serves.
+    lone = [dataclasses.replace(r, question="the only three-option question") for r in questions(3.0, 3, "x")]
+    mixed = fit(questions(0.4, 2, "two") + lone, min_question_rows=10_000)
+    unseen = next(f for f in mixed if f.kind == "unseen")
+    assert sorted(f.n_options or 0 for f in mixed) == [0, 2] and unseen.model_extra["n"] == 600
+    assert unseen.temperature == pytest.approx(3.0, rel=0.2)
 
 
 def test_ece_against_a_hand_computed_value():
