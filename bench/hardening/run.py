@@ -36,7 +36,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE.parent))
 
-from benchlib import free_port, percentile, wait_http  # noqa: E402
+from benchlib import free_port, wait_http  # noqa: E402
 
 SMALL = {"question": "Which team should handle this?", "context": {"message": "I was charged twice"},
          "options": ["billing: charges, refunds", "technical: bugs and outages", "sales: pricing"]}
