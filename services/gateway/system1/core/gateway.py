@@ -111,8 +111,8 @@ class Gateway:
                 threshold = request.min_confidence
                 if threshold is None:
                     threshold = self.config.settings.gateway.min_confidence
-                [decision] = await self.decide_many(request.context, [query], client, priority, None, threshold,
-                                                    calibrate, request_id_var.get())
+                [decision] = await self.decide_many(request.context, [query], client, priority, threshold=threshold,
+                                                    calibrate=calibrate, request_id=request_id_var.get())
             finally:
                 request_id_var.reset(token)
         decision.latency_ms = ms(time.perf_counter() - started)
@@ -168,14 +168,13 @@ class Gateway:
         if fit is not None:
             probabilities = temper(probabilities, fit.temperature)
             confidence = probabilities[answer.decision]
-        calibrated, how = fit is not None, CALIBRATION_NOTES[fit.kind if fit else "none"]
         common["calibration"] = fit.kind if fit else "none"
         if calibrate and fit is None and self.config.settings.gateway.uncalibrated == "abstain":
             rationale = (f"no calibration fit applies to {name} {answer.model} here, and [gateway] uncalibrated = "
                          f'"abstain": decide this yourself. {answer.rationale or ""}').strip()
             return Decision(status="abstained", confidence=confidence, probabilities=probabilities,
                             rationale=rationale, abstain_reason="uncalibrated", **common)
-        rationale_tail = f" ({how})" if calibrate else ""
+        rationale_tail = f" ({CALIBRATION_NOTES[common['calibration']]})" if calibrate else ""
         if confidence < threshold:
             attempts[-1] = attempts[-1].model_copy(
                 update={"outcome": "abstained", "detail": f"confidence {confidence:.2f} below {threshold:.2f}"}
@@ -183,9 +182,9 @@ class Gateway:
             rationale = (f"not sure enough: confidence {confidence:.2f} is below the threshold {threshold:.2f}, "
                          f"so decide this yourself. {answer.rationale or ''}").strip() + rationale_tail
             return Decision(status="abstained", confidence=confidence, probabilities=probabilities,
-                            calibrated=calibrated, rationale=rationale, abstain_reason="threshold", **common)
+                            rationale=rationale, abstain_reason="threshold", **common)
         return Decision(status="decided", decision=answer.decision, confidence=confidence, probabilities=probabilities,
-                        calibrated=calibrated, rationale=(answer.rationale or "") + rationale_tail, **common)
+                        rationale=(answer.rationale or "") + rationale_tail, **common)
 
     def _fit(self, name: str, answer: EngineAnswer, query: Query) -> Fit | None:
         """The calibration fit for this answer, or None (also for engines without probabilities)."""

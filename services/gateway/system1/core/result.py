@@ -23,7 +23,6 @@ class Decision:
     decision: str | None = None
     confidence: float | None = None
     probabilities: dict[str, float] | None = None
-    calibrated: bool = False
     rationale: str | None = None
     provider: str | None = None
     #: The model or checkpoint that answered; calibration fits are keyed by it.
@@ -44,6 +43,10 @@ class Decision:
     ) -> Decision:
         return cls(request_id or new_request_id(), "error", attempts=list(attempts or []),
                    error=ErrorInfo(code=code, message=message))
+
+    @property
+    def calibrated(self) -> bool:
+        return self.calibration not in (None, "none")
 
     @property
     def error_code(self) -> ErrorCode | None:
