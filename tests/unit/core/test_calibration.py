@@ -78,7 +78,7 @@ def test_a_fit_for_another_provider_or_model_is_ignored(tmp_path):
     [
         ("not json", "calibration fits ignored"),
         ('{"format": "other", "version": 1, "fits": []}', "format"),
-        ('{"format": "system1-calibration", "version": 3, "fits": []}', "version 3"),
+        ('{"format": "system1-calibration", "version": 4, "fits": []}', "version 4"),
         ('{"format": "system1-calibration", "version": 1, "fits": [{"provider": "a", "model": "b", "temperature": 1}]}', "exactly one"),
         ('{"format": "system1-calibration", "version": 1, "fits": [{"provider": "a", "model": "b", "n_options": 2, "temperature": 0}]}', "temperature"),
     ],

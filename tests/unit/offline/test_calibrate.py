@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 
+import anyio
+
 import pytest
 
 from system1.cli import EXIT_OK, EXIT_START, main
 from system1.offline import calibrate as calibrate_tool
+from system1.core import calibration
 
 from ..service_harness import app_transport, call
 
@@ -113,7 +116,7 @@ def test_ship_writes_the_shipped_fits_and_the_report(tmp_path, labelled, shipped
     assert [f.get("question") for f in fits] == [QUESTION, None] and not local.exists()
     report = (tmp_path / "repo" / "reports" / "mock-mock.md").read_text()
     assert report.startswith("# Calibration report: mock mock") and "held-out" in report
-    assert "| threshold | coverage | accuracy | n |" in report
+    assert "| threshold | held-out coverage | held-out accuracy | unseen coverage | unseen accuracy |" in report
 
 
 def test_merging_replaces_fits_for_the_same_key_and_keeps_the_rest(tmp_path):
@@ -134,7 +137,44 @@ def test_a_run_replaces_its_engines_option_count_and_unseen_fits_and_keeps_other
     fits = json.loads(path.read_text())["fits"]
     assert sorted((f["provider"], f.get("question", ""), f.get("n_options", 0), f["unseen"]) for f in fits) == [
         ("a", "", 0, True), ("a", "old", 0, False), ("b", "", 2, False)]
-    assert json.loads(path.read_text())["version"] == 2
+    assert json.loads(path.read_text())["version"] == calibration.VERSION
+
+
+def test_a_run_with_the_other_content_free_choice_replaces_every_fit_of_its_engine(tmp_path):
+    path = tmp_path / "fits.json"
+    calibrate_tool.merge(path, [{"provider": "a", "model": "m", "question": "old", "temperature": 2.0},
+                                {"provider": "b", "model": "m", "question": "old", "temperature": 9.0}])
+    calibrate_tool.merge(path, [{"provider": "a", "model": "m", "unseen": True, "temperature": 0.7,
+                                 "content_free": True}])
+    fits = json.loads(path.read_text())["fits"]
+    assert sorted((f["provider"], f.get("question", ""), f["content_free"]) for f in fits) == [
+        ("a", "", True), ("b", "old", False)]
+
+
+def test_each_question_with_a_context_is_also_asked_once_about_its_content_free_version(tmp_path):
+    transport, _ = app_transport(tmp_path, '[gateway]\nprovider = "mock"\n')
+    rows = calibrate_tool.load(write_rows(tmp_path / "d.jsonl", [
+        {"question": "q", "context": {"command": c}, "label": "yes"} for c in ("ls", "rm -rf /", "cat x")
+    ] + [{"question": "bare", "label": "no"}]))
+    asked: list[dict] = []
+
+    async def ask():
+        from system1.service.client import ServiceClient
+
+        async with ServiceClient("http://gateway", transport=transport) as service:
+            real = service.decide
+
+            async def recording(body, **kwargs):
+                asked.append(body)
+                return await real(body, **kwargs)
+
+            service.decide = recording  # type: ignore[method-assign]
+            return await calibrate_tool.ask_all(service, rows, progress=False)
+
+    answered, problems = anyio.run(ask)
+    assert problems == [] and [a.baseline is not None for a in answered] == [True, True, True, False]
+    assert [b.get("context") for b in asked] == [{"command": "ls"}, {"command": ""}, {"command": "rm -rf /"},
+                                                 {"command": "cat x"}, None]
 
 
 def test_the_shipped_seed_sets_load_and_ask_the_routing_features_exactly():

@@ -9,10 +9,12 @@ import random
 import pytest
 
 from system1.core.calibration import temper
+from system1.offline import calibrate as calibrate_tool
 from system1.offline.fitting import (
     Answered,
     auroc,
     brier,
+    calibrated,
     cross_validated,
     ece,
     fit,
@@ -183,3 +185,53 @@ def test_calibration_lowers_the_error_of_an_overconfident_engine():
     after = measure(rows, cross_validated(rows, k=5))
     assert after["ece"] < before["ece"] / 2
     assert after["accuracy"] == pytest.approx(before["accuracy"])  # temperatures never re-rank
+
+
+def leaning_rows(count: int = 160, seed: int = 3) -> list[Answered]:
+    """Yes/no rows from an engine that leans to "yes" whatever the text: its answer is the truth
+    multiplied by its content-free answer (0.9 yes), so dividing that out recovers the truth."""
+    rng = random.Random(seed)
+    lean = {"yes": 0.9, "no": 0.1}
+    rows = []
+    for i in range(count):
+        truth = rng.uniform(0.05, 0.95)
+        label = "yes" if rng.random() < truth else "no"
+        shown = {"yes": truth * lean["yes"], "no": (1 - truth) * lean["no"]}
+        total = sum(shown.values())
+        rows.append(Answered(f"question {i % 4}", ("yes", "no"), label, {k: v / total for k, v in shown.items()},
+                             "p", "m", baseline=lean))
+    return rows
+
+
+def test_content_free_fits_are_made_on_corrected_rows_with_a_context_only():
+    rows = leaning_rows()
+    no_context = [dataclasses.replace(r, baseline=None, question="bare") for r in rows[:20]]
+    fits = fit(rows + no_context, min_question_rows=10_000, content_free=True)
+    [unseen] = fits
+    assert unseen.content_free and unseen.model_extra["n"] == len(rows)
+    assert unseen.temperature == pytest.approx(1.0, rel=0.25)  # corrected rows are already calibrated
+    after = calibrated(no_context[:1] + rows[:1], fits)
+    assert after[0] == no_context[0].probabilities  # the fit does not apply without a context
+    assert after[1] == pytest.approx(temper(rows[0].corrected().probabilities, unseen.temperature))
+
+
+def test_calibrate_keeps_the_correction_only_when_it_predicts_questions_left_out_better():
+    leaning = leaning_rows()
+    report, curves = calibrate_tool.results(leaning, 0.8, 5)
+    losses = {c["content_free"]: c["unseen_question_log_loss"] for c in report["content_free_choice"]}
+    assert report["content_free"] is True and losses[True] < losses[False]
+    assert all(f["content_free"] for f in report["fits"])
+    assert len(curves["after (unseen questions)"]) == len(leaning)
+    fair = [dataclasses.replace(r, baseline={"yes": 0.5, "no": 0.5}) for r in synthetic_yes_no()]
+    report, _ = calibrate_tool.results(fair, 0.8, 5)
+    assert report["content_free"] is False  # a lean-free engine gains nothing: the plain fit is kept
+    bare = [dataclasses.replace(r, baseline=None) for r in leaning]
+    report, _ = calibrate_tool.results(bare, 0.8, 5)
+    assert [c["content_free"] for c in report["content_free_choice"]] == [False]
+
+
+def synthetic_yes_no() -> list[Answered]:
+    return [dataclasses.replace(r, options=("yes", "no"), label="yes" if r.label == "a" else "no",
+                                probabilities={"yes": r.probabilities["a"], "no": 1 - r.probabilities["a"]},
+                                question=f"question {i % 4}")
+            for i, r in enumerate(synthetic(1.5, count=160))]

@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"system1 calibrate: too few answered rows to fit ({len(answered)}); {'; '.join(problems[:3])}",
                   file=sys.stderr)
             return EXIT_DECISION
-        report = tool.results(answered, args.target_accuracy, args.folds)
+        report, curves = tool.results(answered, args.target_accuracy, args.folds)
         text = tool.render(report, ["standard input" if p == "-" else str(p) for p in args.data], problems)
         print(json.dumps(report, indent=2) if args.json else text)
         report_path = Path(args.report) if args.report else None
@@ -43,10 +43,7 @@ def run(args: argparse.Namespace) -> int:
         if report_path is not None:
             report_path.parent.mkdir(parents=True, exist_ok=True)
             report_path.write_text(text, encoding="utf-8")
-            probabilities = {"before": [r.probabilities for r in answered],
-                             "after (held-out rows)": tool.cross_validated(answered, args.folds),
-                             "after (unseen questions)": tool.question_held_out(answered)}
-            drawn = tool.diagram(answered, probabilities, report_path.with_suffix(".png"))
+            drawn = tool.diagram(answered, curves, report_path.with_suffix(".png"))
             print(f"report written to {report_path}" + ("" if drawn else " (install matplotlib for the diagram)"),
                   file=sys.stderr)
         if not args.write:

@@ -1,7 +1,18 @@
-"""Temperature calibration: makes `confidence`, and so `min_confidence`, mean what it says.
+"""Calibration: makes `confidence`, and so `min_confidence`, mean what it says.
 
-Probabilities are rescaled as p_i^(1/T) / sum_j p_j^(1/T): monotonic, so the winning option
-never changes. A fit names the provider and the model or checkpoint it was fitted for and is
+Two steps, both fitted or chosen by `system1 calibrate`:
+
+- Content-free correction (fits with `content_free: true`). An engine leans towards some
+  options whatever the text (MiniLM says "yes" to nearly every yes/no question). The engine is
+  asked the same question about a content-free context (the context's shape with every text
+  emptied, see `content_free`) and each option's probability is divided by its content-free
+  one, then renormalised ("calibrate before use", Zhao et al., 2021). It needs no labels and can
+  change the winning option; a request without a context has nothing to correct against, so
+  such fits do not apply to it.
+- Temperature: probabilities are rescaled as p_i^(1/T) / sum_j p_j^(1/T), which never changes
+  the winning option.
+
+A fit names the provider and the model or checkpoint it was fitted for and is
 ignored for any other. For one answer the first fit that exists applies, in this order:
 
 1. the question's own fit (`question`), fitted on that question's labelled rows;
@@ -12,13 +23,14 @@ ignored for any other. For one answer the first fit that exists applies, in this
 4. none: the engine's own probabilities (`calibrated: false`; `[gateway] uncalibrated` says
    whether to answer with them or abstain).
 
-Fits file, format version 2 (written by `system1 calibrate`; version 1 files, without the
-unseen-question fit, are read too):
+Fits file, format version 3 (written by `system1 calibrate`; versions 1 and 2, without the
+unseen-question fit or the correction, are read too):
 
-    {"format": "system1-calibration", "version": 2,
+    {"format": "system1-calibration", "version": 3,
      "fits": [{"provider": "systemone", "model": "minilm", "question": "...", "temperature": 0.42, "n": 45},
               {"provider": "systemone", "model": "minilm", "n_options": 3, "temperature": 0.6, "n": 69},
-              {"provider": "systemone", "model": "minilm", "unseen": true, "temperature": 1.7, "n": 300}]}
+              {"provider": "systemone", "model": "minilm", "unseen": true, "temperature": 1.7, "n": 300,
+               "content_free": true}]}
 
 Other fields (`n`, measurements, dates) are kept for people and ignored here. Two files are
 read: the installation's own (`<install dir>/calibration.json`) and the one shipped in this
@@ -29,6 +41,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,8 +49,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 FORMAT = "system1-calibration"
-VERSION = 2
-READABLE_VERSIONS = (1, 2)
+VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)
 SHIPPED_FITS = Path(__file__).with_name("calibration.json")
 LOCAL_FITS_NAME = "calibration.json"
 
@@ -53,6 +66,7 @@ class Fit(BaseModel):
     n_options: int | None = Field(default=None, ge=2)
     unseen: bool = False
     temperature: float = Field(gt=0.0)
+    content_free: bool = False  # fitted on probabilities after the content-free correction
 
     @model_validator(mode="after")
     def _one_key(self) -> Fit:
@@ -96,6 +110,47 @@ def temper(probabilities: dict[str, float], temperature: float) -> dict[str, flo
     return {option: value / total for option, value in powered.items()}
 
 
+def content_free(state: Any) -> Any:
+    """The content-free version of a context: the same shape with every text emptied and every
+    other value dropped (`{"command": "rm -rf /"}` becomes `{"command": ""}`); None without one."""
+    if isinstance(state, dict):
+        return {key: content_free(value) for key, value in state.items()}
+    if isinstance(state, list):
+        return []
+    return "" if isinstance(state, str) else None
+
+
+def correct(probabilities: dict[str, float], baseline: dict[str, float]) -> dict[str, float]:
+    """Divide each option's probability by its content-free one and renormalise; zeros stay
+    zero, and a baseline that does not cover the options leaves them as they are."""
+    if set(baseline) != set(probabilities):
+        return dict(probabilities)
+    weighted = {option: p / max(baseline[option], 1e-6) for option, p in probabilities.items()}
+    total = sum(weighted.values())
+    return {option: w / total for option, w in weighted.items()} if total > 0 else dict(probabilities)
+
+
+class Baselines:
+    """The engines' content-free answers, by engine, question, options and context shape: each
+    is asked once, and the least recently used are forgotten beyond `size`."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self.size = size
+        self._answers: OrderedDict[tuple, dict[str, float]] = OrderedDict()
+
+    def get(self, key: tuple) -> dict[str, float] | None:
+        found = self._answers.get(key)
+        if found is not None:
+            self._answers.move_to_end(key)
+        return found
+
+    def put(self, key: tuple, probabilities: dict[str, float]) -> None:
+        self._answers[key] = dict(probabilities)
+        self._answers.move_to_end(key)
+        while len(self._answers) > self.size:
+            self._answers.popitem(last=False)
+
+
 @dataclass(frozen=True)
 class Source:
     name: str  # "local", "shipped", or "fitted" for fits held in memory
@@ -137,11 +192,13 @@ class Calibrator:
             sources.append(Source(name, path, tuple(parsed.fits)))
         return cls(sources, errors)
 
-    def lookup(self, provider: str, model: str, question: str, n_options: int) -> Fit | None:
-        """The fit that applies, in the order of the module docstring, or None."""
-        return (self._by_question.get((provider, model, question))
-                or self._by_count.get((provider, model, n_options))
-                or self._unseen.get((provider, model)))
+    def lookup(self, provider: str, model: str, question: str, n_options: int, has_context: bool = True) -> Fit | None:
+        """The fit that applies, in the order of the module docstring, or None (also when the
+        fit needs the content-free correction and the request has no context to correct)."""
+        found = (self._by_question.get((provider, model, question))
+                 or self._by_count.get((provider, model, n_options))
+                 or self._unseen.get((provider, model)))
+        return None if found is None or (found.content_free and not has_context) else found
 
     def coverage(self, provider: str) -> dict[str, dict[str, Any]]:
         """For each model of `provider` with fits: the questions and option counts that have
@@ -152,6 +209,9 @@ class Calibrator:
                 "questions": sorted(q for p, m, q in self._by_question if (p, m) == (provider, model)),
                 "option_counts": sorted(n for p, m, n in self._by_count if (p, m) == (provider, model)),
                 "unseen_questions": (provider, model) in self._unseen,
+                "content_free_correction": any(
+                    f.content_free for f in (*self._by_question.values(), *self._by_count.values(), *self._unseen.values())
+                    if (f.provider, f.model) == (provider, model)),
             }
             for model in sorted(models)
         }
@@ -168,6 +228,7 @@ class Calibrator:
                         **({"question": f.question} if f.question is not None
                            else {"n_options": f.n_options} if f.n_options is not None else {"unseen": True}),
                         "temperature": f.temperature,
+                        "content_free": f.content_free,
                     }
                     for f in source.fits
                 ],

@@ -82,15 +82,16 @@ class Chain:
 
     async def ask(
         self, state: Any, queries: list[Query], client: str, priority: int, budget_s: float | None = None,
-        work: int = 0,
+        work: int = 0, only: str | None = None,
     ) -> ChainAnswer:
         """`queries` about `state` (`work` characters, see `work.py`), from the first provider
-        that answers within its timeout and the overall `budget_s`."""
+        (or just `only`) that answers within its timeout and the overall `budget_s`."""
+        names = [only] if only is not None else self.names
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + (budget_s if budget_s is not None else self.timeout_s * len(self.names))
+        deadline = loop.time() + (budget_s if budget_s is not None else self.timeout_s * len(names))
         result = ChainAnswer()
         hints: list[int] = []
-        for name in self.names:
+        for name in names:
             timeout_s = min(self.timeout_s, deadline - loop.time())
             if timeout_s <= 0:
                 break

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections.abc import Mapping
@@ -17,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from ..providers import REGISTRY
-from ..providers.base import EngineAnswer, Provider, Query
-from .calibration import LOCAL_FITS_NAME, Calibrator, Fit, temper
+from ..providers.base import EngineAnswer, Provider, Query, context_text
+from .calibration import LOCAL_FITS_NAME, Baselines, Calibrator, Fit, content_free, correct, temper
 from .chain import Chain, ChainAnswer, ms
 from .config import LoadedConfig
 from .events import Observer
@@ -26,7 +27,7 @@ from .health import HealthMonitor
 from .lanes import INTERACTIVE, Lane
 from .logs import log_decision, request_id_var
 from .result import Decision
-from .schema import MAX_OPTIONS, ErrorCode, RequestError, new_request_id, parse_request
+from .schema import MAX_OPTIONS, Attempt, ErrorCode, RequestError, new_request_id, parse_request
 from .work import over_budget, work_of
 
 logger = logging.getLogger(__name__)
@@ -38,7 +39,10 @@ CALIBRATION_NOTES = {
     "options": "confidence calibrated by the fit for this many options",
     "unseen": "confidence calibrated by the engine's fit for questions it has no fit for",
     "none": "confidence uncalibrated: no fit for this engine and question",
+    "no_baseline": "confidence uncalibrated: the engine's answer to an empty context, which this engine's fits "
+                   "need, could not be had",
 }
+CONTENT_FREE_NOTE = ", after dividing out the engine's answer to an empty context"
 PAUSED_RATIONALE = "System-1 is paused (`system1 toggle on` resumes it): reason it through yourself."
 
 
@@ -65,6 +69,7 @@ class Gateway:
         self.monitor = HealthMonitor(config.settings.chain, self.providers, self.lanes, self.chain.breakers,
                                      gateway.timeout_s, self.observer)
         self.calibrator = calibrator or Calibrator.load(config.install_dir / LOCAL_FITS_NAME)
+        self.baselines = Baselines()
 
     def _build_providers(self) -> None:
         settings = self.config.settings
@@ -145,36 +150,75 @@ class Gateway:
         refusal = over_budget(work, self.config.settings.gateway.max_work)
         if refusal:
             return [Decision.failed(ErrorCode.INVALID_REQUEST, refusal, request_id) for _ in queries]
+        started = asyncio.get_running_loop().time()
         answer = await self.chain.ask(state, queries, client, priority, budget_s, work)
-        return [self._conclude(request_id, answer, i, query, threshold, calibrate) for i, query in enumerate(queries)]
+        if answer.answers is None or answer.provider is None:
+            return [self._failed(request_id, answer) for _ in queries]
+        fits = [self._fit(answer.provider, reply, query, state) if calibrate else None
+                for reply, query in zip(answer.answers, queries)]
+        remaining = None if budget_s is None else budget_s - (asyncio.get_running_loop().time() - started)
+        baselines = await self._baselines(state, queries, answer.provider, answer.answers, fits, client, priority,
+                                          remaining)
+        return [self._conclude(request_id, answer.attempts, answer.provider, reply, threshold, calibrate, fit, baseline)
+                for reply, fit, baseline in zip(answer.answers, fits, baselines)]
+
+    @staticmethod
+    def _failed(request_id: str, found: ChainAnswer) -> Decision:
+        code, message = found.failure
+        decision = Decision.failed(code, message, request_id, list(found.attempts))
+        decision.retry_after_s = found.retry_after_s
+        return decision
+
+    async def _baselines(
+        self, state: Any, queries: list[Query], name: str, replies: list[EngineAnswer], fits: list[Fit | None],
+        client: str, priority: int, budget_s: float | None,
+    ) -> list[dict[str, float] | None]:
+        """The content-free answers that the applying fits need: remembered, or asked of the
+        provider that answered (`name`), in one pass for all the questions not asked yet."""
+        blank = content_free(state)
+        shape = json.dumps(blank, sort_keys=True)
+        keys = [(name, reply.model, query.question, tuple(query.choices), shape)
+                if fit is not None and fit.content_free else None
+                for fit, reply, query in zip(fits, replies, queries)]
+        missing = [i for i, key in enumerate(keys) if key is not None and self.baselines.get(key) is None]
+        if missing and (budget_s is None or budget_s > 0):
+            asked = [queries[i] for i in missing]
+            probe = await self.chain.ask(blank, asked, client, priority, budget_s, work_of(blank, asked),
+                                         only=name)
+            for i, reply in zip(missing, probe.answers or []):
+                if reply.model == replies[i].model and reply.probabilities and not reply.abstain:
+                    self.baselines.put(keys[i] or (), reply.probabilities)
+        return [self.baselines.get(key) if key is not None else None for key in keys]
 
     def _conclude(
-        self, request_id: str, found: ChainAnswer, index: int, query: Query, threshold: float, calibrate: bool
+        self, request_id: str, tried: list[Attempt], name: str, answer: EngineAnswer, threshold: float,
+        calibrate: bool, fit: Fit | None, baseline: dict[str, float] | None,
     ) -> Decision:
-        attempts = list(found.attempts)
-        if found.answers is None or found.provider is None:
-            code, message = found.failure
-            decision = Decision.failed(code, message, request_id, attempts)
-            decision.retry_after_s = found.retry_after_s
-            return decision
-        name, answer = found.provider, found.answers[index]
+        attempts = list(tried)
         common: dict[str, Any] = {"request_id": request_id, "provider": name, "model": answer.model,
                                   "attempts": attempts}
         if answer.abstain:
             return Decision(status="abstained", rationale=answer.rationale or f"{name} abstained",
                             abstain_reason="engine", **common)
-        probabilities, confidence = answer.probabilities, float(answer.confidence)
-        fit = self._fit(name, answer, query) if calibrate else None
+        probabilities, choice = answer.probabilities, answer.decision
+        confidence = float(answer.confidence)
+        note = "none"
+        if fit is not None and fit.content_free and baseline is None:
+            fit, note = None, "no_baseline"
         if fit is not None:
-            probabilities = temper(probabilities, fit.temperature)
-            confidence = probabilities[answer.decision]
+            probabilities = temper(correct(probabilities, baseline) if baseline else probabilities, fit.temperature)
+            choice = max(probabilities, key=probabilities.__getitem__)  # the correction may change the winner
+            confidence, note = probabilities[choice], fit.kind
         common["calibration"] = fit.kind if fit else "none"
         if calibrate and fit is None and self.config.settings.gateway.uncalibrated == "abstain":
             rationale = (f"no calibration fit applies to {name} {answer.model} here, and [gateway] uncalibrated = "
                          f'"abstain": decide this yourself. {answer.rationale or ""}').strip()
             return Decision(status="abstained", confidence=confidence, probabilities=probabilities,
                             rationale=rationale, abstain_reason="uncalibrated", **common)
-        rationale_tail = f" ({CALIBRATION_NOTES[common['calibration']]})" if calibrate else ""
+        rationale_tail = ""
+        if calibrate:
+            rationale_tail = f" ({CALIBRATION_NOTES[note]}{CONTENT_FREE_NOTE if baseline and fit else ''}"
+            rationale_tail += f"; the engine's own first choice was {answer.decision!r})" if choice != answer.decision else ")"
         if confidence < threshold:
             attempts[-1] = attempts[-1].model_copy(
                 update={"outcome": "abstained", "detail": f"confidence {confidence:.2f} below {threshold:.2f}"}
@@ -183,11 +227,12 @@ class Gateway:
                          f"so decide this yourself. {answer.rationale or ''}").strip() + rationale_tail
             return Decision(status="abstained", confidence=confidence, probabilities=probabilities,
                             rationale=rationale, abstain_reason="threshold", **common)
-        return Decision(status="decided", decision=answer.decision, confidence=confidence, probabilities=probabilities,
+        return Decision(status="decided", decision=choice, confidence=confidence, probabilities=probabilities,
                         rationale=(answer.rationale or "") + rationale_tail, **common)
 
-    def _fit(self, name: str, answer: EngineAnswer, query: Query) -> Fit | None:
+    def _fit(self, name: str, answer: EngineAnswer, query: Query, state: Any) -> Fit | None:
         """The calibration fit for this answer, or None (also for engines without probabilities)."""
         if not answer.probabilities or answer.decision not in answer.probabilities:
             return None
-        return self.calibrator.lookup(name, answer.model, query.question, len(query.choices))
+        return self.calibrator.lookup(name, answer.model, query.question, len(query.choices),
+                                      has_context=context_text(state) is not None)

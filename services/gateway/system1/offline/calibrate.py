@@ -2,7 +2,10 @@
 
 Each row is `{"question", "options"?, "context"?, "label"}` (other keys, such as `meta`, are
 kept out of the request). Every row is asked through the gateway service as batch work with
-calibration off, so the fit sees the engine's own probabilities. The report gives accuracy,
+calibration off, so the fit sees the engine's own probabilities; each question with a context
+is also asked once about the context's content-free version, and the fits are made with and
+without the content-free correction, keeping the one that predicts questions left out better
+(lower log-loss). The report gives accuracy,
 ECE and Brier before and after the fit, both in-sample and on held-out folds, AUROC, and the
 threshold table with the threshold that reaches `--target-accuracy`. Nothing is written unless
 `--write` (this installation's fits, then the service reloads them) or `--ship` (the shipped
@@ -18,10 +21,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..core.calibration import Fit, FitsFile
+from ..core.calibration import Fit, FitsFile, content_free
 from ..core.schema import YES_NO
 from ..service.client import ServiceClient
-from .fitting import Answered, calibrated, cross_validated, fit, measure, question_held_out, recommend, top
+from .fitting import (
+    Answered,
+    calibrated,
+    cross_validated,
+    fit,
+    log_loss,
+    measure,
+    question_held_out,
+    recommend,
+    top,
+)
 
 REPORTS = Path(__file__).resolve().parents[4] / "calibration" / "reports"
 
@@ -41,12 +54,14 @@ class Labelled:
     def choices(self) -> list[str]:
         return list(self.options) if self.options else list(YES_NO)
 
-    def request(self) -> dict[str, Any]:
+    def request(self, context: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The decide request for this row, about `context` (by default its own)."""
         body: dict[str, Any] = {"question": self.question, "min_confidence": 0}
         if self.options:
             body["options"] = self.options
-        if self.context:
-            body["context"] = self.context
+        context = self.context if context is None else context
+        if context:
+            body["context"] = context
         return body
 
 
@@ -87,8 +102,10 @@ def load(path: Path) -> list[Labelled]:
 
 # -- asking --------------------------------------------------------------------------------------
 async def ask_all(service: ServiceClient, rows: list[Labelled], progress: bool) -> tuple[list[Answered], list[str]]:
-    """Ask every row through the service (batch priority, calibration off)."""
+    """Ask every row through the service (batch priority, calibration off), and each question
+    with a context once more about its content-free version."""
     answered, problems = [], []
+    baselines: dict[str, dict[str, Any] | None] = {}
     for index, row in enumerate(rows, 1):
         reply = await service.decide(row.request(), client="calibrate", batch=True, calibrate=False)
         body = reply.envelope
@@ -96,8 +113,18 @@ async def ask_all(service: ServiceClient, rows: list[Labelled], progress: bool) 
             reason = body["error"]["message"] if body.get("error") else "no probabilities (this engine cannot be calibrated)"
             problems.append(f"row {index}: {reason}")
         else:
+            model = reply.model or body["provider"]
+            baseline = None
+            if row.context:
+                blank = content_free(row.context)
+                key = json.dumps([row.question, row.choices, blank], sort_keys=True)
+                if key not in baselines:
+                    probe = await service.decide(row.request(blank), client="calibrate", batch=True, calibrate=False)
+                    same_engine = (probe.envelope.get("provider"), probe.model) == (body["provider"], reply.model)
+                    baselines[key] = probe.envelope.get("probabilities") if same_engine else None
+                baseline = baselines[key]
             answered.append(Answered(row.question, tuple(row.choices), row.label, body["probabilities"],
-                                     body["provider"], reply.model or body["provider"]))
+                                     body["provider"], model, baseline))
         if progress:
             done = int(30 * index / len(rows))
             print(f"\r[{'#' * done}{' ' * (30 - done)}] {index}/{len(rows)}", end="", file=sys.stderr, flush=True)
@@ -107,11 +134,18 @@ async def ask_all(service: ServiceClient, rows: list[Labelled], progress: bool) 
 
 
 # -- results -------------------------------------------------------------------------------------
-def results(rows: list[Answered], target_accuracy: float, k: int) -> dict[str, Any]:
-    fits = fit(rows)
+def results(rows: list[Answered], target_accuracy: float, k: int) -> tuple[dict[str, Any], dict[str, list[dict[str, float]]]]:
+    """The report, and each row's probabilities before, after on held-out rows, and after on
+    unseen questions (for the reliability diagram)."""
+    # Both families are judged on questions left out; the correction is kept only if it wins.
+    modes = (False, True) if any(r.baseline for r in rows) else (False,)
+    unseen_by_mode = {mode: question_held_out(rows, mode) for mode in modes}
+    loss_by_mode = {mode: log_loss(rows, unseen_by_mode[mode]) for mode in modes}
+    content_free = min(modes, key=loss_by_mode.__getitem__)
+    fits = fit(rows, content_free=content_free)
     in_sample = calibrated(rows, fits)
-    held_out = cross_validated(rows, k)
-    unseen = question_held_out(rows)
+    held_out = cross_validated(rows, k, content_free=content_free)
+    unseen = unseen_by_mode[content_free]
     raw = [r.probabilities for r in rows]
 
     def section(indices: list[int]) -> dict[str, Any]:
@@ -128,15 +162,19 @@ def results(rows: list[Answered], target_accuracy: float, k: int) -> dict[str, A
     groups: dict[str, list[int]] = defaultdict(list)
     for index, row in enumerate(rows):
         groups[row.question].append(index)
-    return {
+    report = {
         "provider": rows[0].provider,
         "model": rows[0].model,
         "target_accuracy": target_accuracy,
         "folds": k,
+        "content_free": content_free,
+        "content_free_choice": [{"content_free": mode, "unseen_question_log_loss": loss_by_mode[mode],
+                                 "unseen_question_ece": measure(rows, unseen_by_mode[mode])["ece"]} for mode in modes],
         "fits": [f.model_dump() for f in fits],
         "overall": section(list(range(len(rows)))),
         "questions": {q: section(ix) for q, ix in groups.items()},
     }
+    return report, {"before": raw, "after (held-out rows)": held_out, "after (unseen questions)": unseen}
 
 
 def _pct(value: float | None) -> str:
@@ -150,7 +188,7 @@ def render(report: dict[str, Any], sources: list[str], problems: list[str]) -> s
         f"{report['folds']}-fold cross-validation (fitted on the other folds), \"in-sample\" ones from the fit on all rows, "
         "and \"unseen\" ones from fits that never saw any row of the question (leave one question out): what a new "
         "question gets.", "",
-        "| question | n | accuracy | ECE before → in-sample → held-out → unseen | Brier before → held-out | AUROC | temperature | recommended threshold (held-out) |",
+        "| question | n | accuracy before → unseen | ECE before → in-sample → held-out → unseen | Brier before → held-out | AUROC | temperature | recommended threshold (held-out) |",
         "|---|---|---|---|---|---|---|---|",
     ]
     temperatures = {f["question"]: f["temperature"] for f in report["fits"] if f.get("question")}
@@ -159,13 +197,22 @@ def render(report: dict[str, Any], sources: list[str], problems: list[str]) -> s
         u = section["after_unseen_question"]
         auroc = "-" if b["auroc"] is None else f"{b['auroc']:.2f}"
         shown = rec and f"{rec['threshold']:.2f}: {_pct(rec['accuracy'])} accurate, {_pct(rec['coverage'])} covered"
-        lines.append(f"| {name} | {b['n']} | {_pct(b['accuracy'])} | {b['ece']:.3f} → {i['ece']:.3f} → {h['ece']:.3f} → {u['ece']:.3f} | "
+        lines.append(f"| {name} | {b['n']} | {_pct(b['accuracy'])} → {_pct(u['accuracy'])} | {b['ece']:.3f} → {i['ece']:.3f} → {h['ece']:.3f} → {u['ece']:.3f} | "
                      f"{b['brier']:.3f} → {h['brier']:.3f} | {auroc} | {temperatures.get(name, '-')} | "
                      f"{shown or 'none reaches ' + _pct(report['target_accuracy'])} |")
-    lines += ["", f"Threshold table, all rows, held-out (target accuracy {_pct(report['target_accuracy'])}):", "",
-              "| threshold | coverage | accuracy | n |", "|---|---|---|---|"]
-    lines += [f"| {t['threshold']:.2f} | {_pct(t['coverage'])} | {_pct(t['accuracy'])} | {t['n']} |"
-              for t in report["overall"]["after_held_out"]["thresholds"]]
+    overall = report["overall"]
+    lines += ["", f"Threshold table, all rows (target accuracy {_pct(report['target_accuracy'])}): coverage and "
+              "accuracy on held-out rows, and on unseen questions:", "",
+              "| threshold | held-out coverage | held-out accuracy | unseen coverage | unseen accuracy |",
+              "|---|---|---|---|---|"]
+    lines += [f"| {t['threshold']:.2f} | {_pct(t['coverage'])} | {_pct(t['accuracy'])} | {_pct(u['coverage'])} | "
+              f"{_pct(u['accuracy'])} |"
+              for t, u in zip(overall["after_held_out"]["thresholds"], overall["after_unseen_question"]["thresholds"])]
+    lines += ["", "Content-free correction (dividing out the engine's answer to an empty context), judged on "
+              "questions left out: " + "; ".join(
+                  f"{'with' if c['content_free'] else 'without'}: log-loss {c['unseen_question_log_loss']:.3f}, "
+                  f"ECE {c['unseen_question_ece']:.3f}" for c in report["content_free_choice"])
+              + f". Kept: {'with' if report['content_free'] else 'without'}."]
     lines += ["", "Option-count fits: " + ", ".join(f"{f['n_options']} options: T = {f['temperature']} (n = {f['n']})"
                                                for f in report["fits"] if f.get("n_options"))]
     if problems:
@@ -176,13 +223,18 @@ def render(report: dict[str, Any], sources: list[str], problems: list[str]) -> s
 def merge(path: Path, fits: list[dict[str, Any]]) -> None:
     """Add `fits` to the fits file at `path`: a question's fit replaces that question's, and an
     engine's option-count and unseen-question fits replace all of that engine's (they come from
-    the whole run's data, so older ones would contradict them)."""
+    the whole run's data, so older ones would contradict them), as they replace every fit of
+    that engine made with the other choice of content-free correction."""
     existing = FitsFile.model_validate(json.loads(path.read_text(encoding="utf-8"))) if path.exists() else FitsFile()
     new = [Fit.model_validate(f) for f in fits]
     keys = {f.key for f in new}
-    engines = {(f.provider, f.model) for f in new if f.kind != "question"}
-    kept = [f for f in existing.fits
-            if f.key not in keys and not (f.kind != "question" and (f.provider, f.model) in engines)]
+    engines = {(f.provider, f.model): f.content_free for f in new if f.kind != "question"}
+
+    def superseded(old: Fit) -> bool:
+        engine = (old.provider, old.model)
+        return old.key in keys or (engine in engines and (old.kind != "question" or old.content_free != engines[engine]))
+
+    kept = [f for f in existing.fits if not superseded(f)]
     merged = FitsFile(fits=kept + new)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(merged.model_dump(exclude_none=True), indent=2) + "\n",

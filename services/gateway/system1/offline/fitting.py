@@ -1,6 +1,8 @@
 """Fitting temperatures and measuring calibration, for `system1 calibrate`.
 
-Per engine (provider, model): one temperature per question with enough labelled rows; one for
+Fits are made on the engine's probabilities as they are, or after the content-free correction
+(`content_free=True`, see `core/calibration.py`): `system1 calibrate` makes both and keeps the
+one that predicts questions left out better. Per engine (provider, model): one temperature per question with enough labelled rows; one for
 questions no fit has seen, on all rows; and one per option count only where leaving whole
 questions out shows it predicts those questions better than the unseen-question fit. Each
 minimises the negative log-likelihood of the labels. Measurements: accuracy, expected calibration error (ECE, ten
@@ -16,9 +18,9 @@ import math
 import random
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from ..core.calibration import Calibrator, Fit, Source, temper
+from ..core.calibration import Calibrator, Fit, Source, correct, temper
 
 MIN_QUESTION_ROWS = 10
 MIN_BUCKET_QUESTIONS = 2  # an option-count fit needs this many questions to be judged on unseen ones
@@ -36,10 +38,17 @@ class Answered:
     probabilities: dict[str, float]
     provider: str
     model: str
+    #: The engine's answer to the question about a content-free context; None without a context.
+    baseline: dict[str, float] | None = None
 
     @property
     def n_options(self) -> int:
         return len(self.options)
+
+    def corrected(self) -> Answered:
+        """This row with the content-free correction applied to its probabilities (none without
+        a baseline)."""
+        return replace(self, probabilities=correct(self.probabilities, self.baseline)) if self.baseline else self
 
 
 def top(probabilities: dict[str, float]) -> tuple[str, float]:
@@ -75,7 +84,7 @@ def nll(rows: Sequence[Answered], temperature: float) -> float:
     return _nll(_log_shares(rows), temperature)
 
 
-def fit_temperature(rows: Sequence[Answered], low: float = 0.02, high: float = 50.0, steps: int = 48) -> float:
+def fit_temperature(rows: Sequence[Answered], low: float = 0.02, high: float = 50.0, steps: int = 32) -> float:
     """The temperature with the least negative log-likelihood (golden-section search on log T;
     the NLL is convex in 1/T)."""
     prepared = _log_shares(rows)
@@ -111,12 +120,15 @@ def _count_fit_beats_unseen_fit(engine_rows: Sequence[Answered], n_options: int)
     return count_loss < unseen_loss
 
 
-def fit(rows: Sequence[Answered], min_question_rows: int = MIN_QUESTION_ROWS) -> list[Fit]:
+def fit(rows: Sequence[Answered], min_question_rows: int = MIN_QUESTION_ROWS, content_free: bool = False) -> list[Fit]:
     """Per engine: question fits where a question has enough rows, the fit for unseen questions
-    on all rows, and option-count fits only where they beat it on questions left out."""
+    on all rows, and option-count fits only where they beat it on questions left out. With
+    `content_free`, on the corrected probabilities of the rows that have a context."""
     by_engine: dict[tuple[str, str], list[Answered]] = defaultdict(list)
     for row in rows:
-        by_engine[(row.provider, row.model)].append(row)
+        if content_free and row.baseline is None:
+            continue  # the gateway does not apply these fits without a context
+        by_engine[(row.provider, row.model)].append(row.corrected() if content_free else row)
     fits = []
     for (provider, model), engine_rows in by_engine.items():
         by_question: dict[str, list[Answered]] = defaultdict(list)
@@ -124,14 +136,15 @@ def fit(rows: Sequence[Answered], min_question_rows: int = MIN_QUESTION_ROWS) ->
         for row in engine_rows:
             by_question[row.question].append(row)
             by_count[row.n_options].append(row)
-        fits += [Fit(provider=provider, model=model, question=q, temperature=round(fit_temperature(group), 4),
-                     n=len(group)) for q, group in by_question.items() if len(group) >= min_question_rows]
+        engine = {"provider": provider, "model": model, "content_free": content_free}
+        fits += [Fit(**engine, question=q, temperature=round(fit_temperature(group), 4), n=len(group))
+                 for q, group in by_question.items() if len(group) >= min_question_rows]
         counted = {n for n in by_count if _count_fit_beats_unseen_fit(engine_rows, n)}
-        fits += [Fit(provider=provider, model=model, n_options=n, temperature=round(fit_temperature(by_count[n]), 4),
-                     n=len(by_count[n])) for n in sorted(counted)]
+        fits += [Fit(**engine, n_options=n, temperature=round(fit_temperature(by_count[n]), 4), n=len(by_count[n]))
+                 for n in sorted(counted)]
         # The unseen fit serves the option counts without a fit of their own: fit it on those.
         served = [r for r in engine_rows if r.n_options not in counted] or list(engine_rows)
-        fits.append(Fit(provider=provider, model=model, unseen=True, temperature=round(fit_temperature(served), 4),
+        fits.append(Fit(**engine, unseen=True, temperature=round(fit_temperature(served), 4),
                         n=len(served), questions=len({r.question for r in served})))
     return fits
 
@@ -141,8 +154,13 @@ def calibrated(rows: Sequence[Answered], fits: Iterable[Fit]) -> list[dict[str, 
     calibrator = Calibrator([Source("fitted", None, tuple(fits))])
     result = []
     for row in rows:
-        chosen = calibrator.lookup(row.provider, row.model, row.question, row.n_options)
-        result.append(temper(row.probabilities, chosen.temperature) if chosen else dict(row.probabilities))
+        chosen = calibrator.lookup(row.provider, row.model, row.question, row.n_options,
+                                   has_context=row.baseline is not None)
+        if chosen is None:
+            result.append(dict(row.probabilities))
+        else:
+            source = row.corrected() if chosen.content_free else row
+            result.append(temper(source.probabilities, chosen.temperature))
     return result
 
 
@@ -152,31 +170,37 @@ def folds(count: int, k: int, seed: int = 0) -> list[list[int]]:
     return [sorted(order[i::k]) for i in range(k)]
 
 
-def _held_out(rows: Sequence[Answered], groups: Iterable[list[int]]) -> list[dict[str, float]]:
+def _held_out(rows: Sequence[Answered], groups: Iterable[list[int]], content_free: bool) -> list[dict[str, float]]:
     """Every row's probabilities from fits on the rows outside its group."""
     held_out: list[dict[str, float] | None] = [None] * len(rows)
     for test in groups:
         tested = set(test)
         train = [row for i, row in enumerate(rows) if i not in tested]
-        fitted = fit(train) if train else []
+        fitted = fit(train, content_free=content_free) if train else []
         for index, probabilities in zip(test, calibrated([rows[i] for i in test], fitted)):
             held_out[index] = probabilities
     return [p for p in held_out if p is not None]
 
 
-def cross_validated(rows: Sequence[Answered], k: int = 5, seed: int = 0) -> list[dict[str, float]]:
+def cross_validated(rows: Sequence[Answered], k: int = 5, seed: int = 0,
+                    content_free: bool = False) -> list[dict[str, float]]:
     """Every row's probabilities from fits that never saw it (k row-level folds). Other rows of
     its question may have been fitted, so this flatters a question the fits know."""
-    return _held_out(rows, folds(len(rows), max(2, min(k, len(rows))), seed))
+    return _held_out(rows, folds(len(rows), max(2, min(k, len(rows))), seed), content_free)
 
 
-def question_held_out(rows: Sequence[Answered]) -> list[dict[str, float]]:
+def question_held_out(rows: Sequence[Answered], content_free: bool = False) -> list[dict[str, float]]:
     """Every row's probabilities from fits that never saw any row of its question (leave one
     question out): the calibration a new question gets."""
     groups: dict[str, list[int]] = defaultdict(list)
     for index, row in enumerate(rows):
         groups[row.question].append(index)
-    return _held_out(rows, groups.values())
+    return _held_out(rows, groups.values(), content_free)
+
+
+def log_loss(rows: Sequence[Answered], probabilities: Sequence[dict[str, float]]) -> float:
+    """Mean negative log-likelihood of the labels under `probabilities`."""
+    return -sum(math.log(max(p.get(row.label, 0.0), _EPS)) for row, p in zip(rows, probabilities)) / len(rows)
 
 
 # -- measurements --------------------------------------------------------------------------------

@@ -23,8 +23,7 @@ async def health_report(gateway: Gateway, max_age_s: float = 0.0) -> dict[str, A
         "config_file": str(gateway.config.path) if gateway.config.path else None,
         "config_errors": list(gateway.errors),
         "calibration_errors": list(gateway.calibrator.errors),
-        "calibrated_for": {model: {"questions": len(c["questions"]), "option_counts": c["option_counts"],
-                                   "unseen_questions": c["unseen_questions"]}
+        "calibrated_for": {model: {**c, "questions": len(c["questions"])}
                            for model, c in gateway.calibrator.coverage(gateway.config.settings.gateway.provider).items()},
         "providers": providers,
     }
