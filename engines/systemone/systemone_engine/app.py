@@ -5,6 +5,11 @@
   loaded. `choice` and `noul` are answered; `score` is refused with 422.
 - `POST /v1/systemone/batch`: Laya's batch shape, `{"states": [...], "questions": {...}}` →
   `{"results": [one reply per state], "total_usage"}`, answered in one batched pass.
+- Both take `"embed": true` from engines that embed (MiniLM): each answer then also carries the
+  `embedding` of the text it judged, so one pass serves a learned head and the answer.
+- `POST /v1/embed`: `{"instructions"?, "states": [...]}` → `{"model", "dim", "embeddings"}`, the
+  same vectors for each state without answering (texts are states that are strings); 501 from
+  engines without embeddings.
 - `GET /health` names the engine, model and device; `GET /metrics` is Prometheus text.
 
 Protection, since any local process (and a web page, through DNS rebinding) can reach loopback:
@@ -26,8 +31,8 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 from starlette.applications import Starlette
@@ -35,7 +40,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from .backends import Abandoned, Engine, Question, state_text
+from .backends import Abandoned, Engine, Question, rounded, state_text
 
 MAX_BODY_BYTES = 1_048_576
 MAX_QUESTIONS = 16
@@ -46,6 +51,7 @@ DEFAULT_MAX_WORK = 250_000
 TIMEOUT_HEADER = "x-system1-timeout-ms"
 
 logger = logging.getLogger("systemone")
+T = TypeVar("T")
 
 
 class BadRequest(Exception):
@@ -184,13 +190,23 @@ def create_app(engine: Engine, port: int, allowed_hosts: Iterable[str] = (), api
     async def _answer(request: Request, endpoint: str) -> Response:
         if endpoint == "health":
             return JSONResponse({"status": "ok", "engine": engine.name, "model": engine.model, "device": engine.device,
-                                 "max_options": min(MAX_OPTIONS, engine.max_options), "batch": True})
+                                 "max_options": min(MAX_OPTIONS, engine.max_options), "batch": True,
+                                 "embeds": engine.embeds})
+        if endpoint == "embed" and not engine.embeds:
+            return error(501, f"the {engine.name} engine has no embeddings", None)
         try:
-            states, questions = await parse(request, endpoint == "batch")
+            if endpoint == "embed":
+                instructions, states = await parse_embed(request)
+            else:
+                states, questions, embed = await parse(request, endpoint == "batch")
         except BadRequest as exc:
             return error(exc.status, exc.message, exc.field)
         try:
-            answers, tokens = await run(request, states, questions)
+            if endpoint == "embed":
+                vectors = await run(request, len(states), lambda stop: engine.embed(instructions, states, stop))
+                return JSONResponse({"model": engine.model, "dim": int(vectors.shape[1]),
+                                     "embeddings": [rounded(v) for v in vectors]})
+            answers, tokens = await run(request, len(states), lambda stop: engine.answer(states, questions, stop, embed))
         except Abandoned:
             abandoned.inc()
             return error(503, "stopped: the client left or its deadline passed", None)
@@ -203,7 +219,7 @@ def create_app(engine: Engine, port: int, allowed_hosts: Iterable[str] = (), api
             return JSONResponse({"results": replies, "total_usage": {"input_tokens": tokens, "output_tokens": 0}})
         return JSONResponse(replies[0])
 
-    async def parse(request: Request, batch: bool) -> tuple[list[Any], list[Question]]:
+    async def body_of(request: Request) -> dict[str, Any]:
         declared = request.headers.get("content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > MAX_BODY_BYTES):
             raise BadRequest(413, f"body over {MAX_BODY_BYTES} bytes")
@@ -212,25 +228,44 @@ def create_app(engine: Engine, port: int, allowed_hosts: Iterable[str] = (), api
             body += chunk
             if len(body) > MAX_BODY_BYTES:
                 raise BadRequest(413, f"body over {MAX_BODY_BYTES} bytes")
-        payload = read_json(body)
-        questions = parse_questions(payload.get("questions"), engine.max_options)
-        if batch:
-            states = payload.get("states")
-            if not isinstance(states, list) or not states:
-                raise BadRequest(422, "states must be a non-empty array", "states")
-            if len(states) > MAX_STATES:
-                raise BadRequest(413, f"at most {MAX_STATES} states per batch (got {len(states)})", "states")
-            states = [check_state(s, f"states.{i}") for i, s in enumerate(states)]
-        else:
-            states = [check_state(payload.get("state"), "state")]
-        work = work_of(states, questions)
-        if work > max_work:
-            raise BadRequest(413, f"needs {work:,} characters of work, over this engine's budget of {max_work:,}",
-                             "questions")
-        return states, questions
+        return read_json(body)
 
-    async def run(request: Request, states: list[Any], questions: list[Question]) -> tuple[list[dict[str, Any]], int]:
-        """One pass, stopped between steps once the client has gone or the deadline has passed."""
+    def states_of(payload: dict[str, Any]) -> list[Any]:
+        states = payload.get("states")
+        if not isinstance(states, list) or not states:
+            raise BadRequest(422, "states must be a non-empty array", "states")
+        if len(states) > MAX_STATES:
+            raise BadRequest(413, f"at most {MAX_STATES} states per request (got {len(states)})", "states")
+        return [check_state(s, f"states.{i}") for i, s in enumerate(states)]
+
+    def within_budget(work: int, field: str) -> None:
+        if work > max_work:
+            raise BadRequest(413, f"needs {work:,} characters of work, over this engine's budget of {max_work:,}", field)
+
+    async def parse(request: Request, batch: bool) -> tuple[list[Any], list[Question], bool]:
+        payload = await body_of(request)
+        questions = parse_questions(payload.get("questions"), engine.max_options)
+        states = states_of(payload) if batch else [check_state(payload.get("state"), "state")]
+        embed = payload.get("embed", False)
+        if not isinstance(embed, bool):
+            raise BadRequest(422, "embed must be true or false", "embed")
+        if embed and not engine.embeds:
+            raise BadRequest(422, f"the {engine.name} engine has no embeddings", "embed")
+        within_budget(work_of(states, questions), "questions")
+        return states, questions, embed
+
+    async def parse_embed(request: Request) -> tuple[str, list[Any]]:
+        payload = await body_of(request)
+        instructions = payload.get("instructions", "")
+        if not isinstance(instructions, str):
+            raise BadRequest(422, "instructions must be a string", "instructions")
+        states = states_of(payload)
+        within_budget(sum(len(instructions) + len(state_text(s)) for s in states), "states")
+        return instructions, states
+
+    async def run(request: Request, count: int, work: Callable[[Callable[[], bool]], T]) -> T:
+        """One pass over `count` states, stopped between steps once the client has gone or the
+        deadline has passed."""
         deadline = deadline_of(request)
         gone = threading.Event()
 
@@ -253,9 +288,9 @@ def create_app(engine: Engine, port: int, allowed_hosts: Iterable[str] = (), api
                 if stop():
                     raise Abandoned
                 started = time.perf_counter()
-                result = await asyncio.to_thread(engine.answer, states, questions, stop)
+                result = await asyncio.to_thread(work, stop)
                 latency.observe(time.perf_counter() - started)
-                states_per_pass.observe(len(states))
+                states_per_pass.observe(count)
                 return result
             finally:
                 slot.release()
@@ -267,6 +302,9 @@ def create_app(engine: Engine, port: int, allowed_hosts: Iterable[str] = (), api
 
     async def batch(request: Request) -> Response:
         return await guarded(request, "batch")
+
+    async def embed(request: Request) -> Response:
+        return await guarded(request, "embed")
 
     async def health(request: Request) -> Response:
         return await guarded(request, "health")
@@ -284,6 +322,7 @@ def create_app(engine: Engine, port: int, allowed_hosts: Iterable[str] = (), api
         routes=[
             Route("/v1/systemone", decide, methods=["POST"]),
             Route("/v1/systemone/batch", batch, methods=["POST"]),
+            Route("/v1/embed", embed, methods=["POST"]),
             Route("/health", health),
             Route("/metrics", metrics),
         ],

