@@ -303,3 +303,17 @@ async def test_an_engine_without_embeddings_says_so(minilm):
         asked = await client.post("/v1/systemone", json={"state": "a", "embed": True, "questions": {"team": TEAM}})
     assert embed.status_code == 501 and "no embeddings" in embed.json()["error"]["message"]
     assert asked.status_code == 422 and asked.json()["error"]["field"] == "embed"
+
+
+async def test_the_gateways_adapter_embeds_what_the_engine_judges(minilm):
+    from system1.providers.base import Query
+    from system1.providers.systemone import SystemOneOptions, SystemOneProvider
+
+    async with client_for(minilm) as client:
+        provider = SystemOneProvider(SystemOneOptions(endpoint=f"http://127.0.0.1:{PORT}"), client)
+        model, vector = await provider.embed({"command": "rm -rf /"}, Query("Is this destructive?", ["yes", "no"], True),
+                                             5.0)
+        judged = (await client.post("/v1/systemone", json={"state": {"command": "rm -rf /"}, "embed": True,
+                  "questions": {"q": {"type": "noul", "instructions": "Is this destructive?"}}})).json()
+    assert model == "all-MiniLM-L6-v2" and len(vector) == 384
+    assert np.allclose(vector, judged["answers"]["q"]["embedding"], atol=1e-6)

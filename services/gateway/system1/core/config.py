@@ -63,6 +63,13 @@ class SkillsSettings(_Section):
     min_confidence: float = Field(default=0.8, ge=0.0, le=1.0)
 
 
+class LearningSettings(_Section):
+    """Learned heads (`system1 learn`): which provider embeds the judged text for them."""
+
+    enabled: bool = True
+    embedder: str = "systemone"
+
+
 class ServiceSettings(_Section):
     """The long-running gateway service (`system1 serve`)."""
 
@@ -90,6 +97,7 @@ SECTIONS: dict[str, type[_Section]] = {
     "gateway": GatewaySettings,
     "routing": RoutingSettings,
     "skills": SkillsSettings,
+    "learning": LearningSettings,
     "service": ServiceSettings,
 }
 # Environment prefix per section: [gateway] keys are SYSTEM1_<KEY>.
@@ -97,6 +105,7 @@ ENV_PREFIX = {
     "gateway": "SYSTEM1_",
     "routing": "SYSTEM1_ROUTING_",
     "skills": "SYSTEM1_SKILLS_",
+    "learning": "SYSTEM1_LEARNING_",
     "service": "SYSTEM1_SERVICE_",
 }
 # List-valued keys that hold paths take the OS path separator in the environment.
@@ -110,6 +119,7 @@ class Settings:
     skills: SkillsSettings = field(default_factory=SkillsSettings)
     service: ServiceSettings = field(default_factory=ServiceSettings)
     providers: dict[str, ProviderOptions] = field(default_factory=dict)
+    learning: LearningSettings = field(default_factory=LearningSettings)
 
     @property
     def chain(self) -> list[str]:
@@ -243,10 +253,16 @@ def load_config(env: Mapping[str, str] | None = None) -> LoadedConfig:
                     f"available: {', '.join(REGISTRY)}"
                 )
 
+    learning: LearningSettings = sections["learning"]
+    if learning.embedder not in REGISTRY:
+        collect.errors.append(f"{collect.where('learning', 'embedder')}: [learning] embedder: unknown provider "
+                              f"{learning.embedder!r}; available: {', '.join(REGISTRY)}")
     chain = [gateway.provider, *gateway.fallback]
-    providers = _load_providers(data.get("providers") or {}, env, chain, collect)
+    needed = chain + ([learning.embedder] if learning.enabled else [])
+    providers = _load_providers(data.get("providers") or {}, env, needed, collect)
     settings = Settings(
-        sections["gateway"], sections["routing"], sections["skills"], sections["service"], providers
+        sections["gateway"], sections["routing"], sections["skills"], sections["service"], providers,
+        sections["learning"],
     )
     return LoadedConfig(settings, path if path.exists() else None, collect.errors, install_dir(env), dict(env))
 

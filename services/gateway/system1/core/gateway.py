@@ -23,6 +23,7 @@ from .calibration import LOCAL_FITS_NAME, Baselines, Calibrator, Fit, content_fr
 from .chain import Chain, ChainAnswer, ms
 from .config import LoadedConfig
 from .events import Observer
+from .heads import LOCAL_HEADS_NAME, Head, Heads, kind_of
 from .health import HealthMonitor
 from .lanes import INTERACTIVE, Lane
 from .logs import log_decision, request_id_var
@@ -55,6 +56,7 @@ class Gateway:
         providers: Mapping[str, Provider] | None = None,
         calibrator: Calibrator | None = None,
         observer: Observer | None = None,
+        heads: Heads | None = None,
     ) -> None:
         self.config = config
         self.errors = list(config.errors)
@@ -70,10 +72,14 @@ class Gateway:
                                      gateway.timeout_s, self.observer)
         self.calibrator = calibrator or Calibrator.load(config.install_dir / LOCAL_FITS_NAME)
         self.baselines = Baselines()
+        self.heads = heads or Heads.load(config.install_dir / LOCAL_HEADS_NAME)
+        learning = config.settings.learning
+        self.embedder = self.providers.get(learning.embedder) if learning.enabled else None
 
     def _build_providers(self) -> None:
         settings = self.config.settings
-        for name in settings.chain:
+        embedder = [settings.learning.embedder] if settings.learning.enabled else []
+        for name in dict.fromkeys([*settings.chain, *(e for e in embedder if e in settings.providers)]):
             try:
                 self.providers[name] = REGISTRY[name](settings.options_for(name))
             except ValueError as exc:
@@ -112,7 +118,7 @@ class Gateway:
             token = request_id_var.set(request.request_id or new_request_id())
             try:
                 logger.debug("question %r options %r", request.question, request.options)
-                query = Query(request.question, request.choices, request.options is None)
+                query = Query(request.question, request.choices, request.options is None, request.kind)
                 threshold = request.min_confidence
                 if threshold is None:
                     threshold = self.config.settings.gateway.min_confidence
@@ -154,13 +160,43 @@ class Gateway:
         answer = await self.chain.ask(state, queries, client, priority, budget_s, work)
         if answer.answers is None or answer.provider is None:
             return [self._failed(request_id, answer) for _ in queries]
-        fits = [self._fit(answer.provider, reply, query, state) if calibrate else None
-                for reply, query in zip(answer.answers, queries)]
+        remaining = None if budget_s is None else budget_s - (asyncio.get_running_loop().time() - started)
+        learned = await self._learned(state, queries, answer.answers, remaining) if calibrate else [None] * len(queries)
+        fits = [self._fit(answer.provider, reply, query, state) if calibrate and not head else None
+                for reply, query, head in zip(answer.answers, queries, learned)]
         remaining = None if budget_s is None else budget_s - (asyncio.get_running_loop().time() - started)
         baselines = await self._baselines(state, queries, answer.provider, answer.answers, fits, client, priority,
                                           remaining)
-        return [self._conclude(request_id, answer.attempts, answer.provider, reply, threshold, calibrate, fit, baseline)
-                for reply, fit, baseline in zip(answer.answers, fits, baselines)]
+        return [self._conclude(request_id, answer.attempts, answer.provider, reply, threshold, calibrate, fit, baseline,
+                               head)
+                for reply, fit, baseline, head in zip(answer.answers, fits, baselines, learned)]
+
+    async def _learned(
+        self, state: Any, queries: list[Query], replies: list[EngineAnswer], budget_s: float | None,
+    ) -> list[tuple[Head, dict[str, float]] | None]:
+        """For each query whose kind has a learned head: that head and its probabilities, when the
+        embedder answers in time with a vector for the head's model; else None (the engine's
+        answer stands, never worse than without heads)."""
+        found: list[tuple[Head, dict[str, float]] | None] = [None] * len(queries)
+        if self.embedder is None:
+            return found
+        timeout_s = self.config.settings.gateway.timeout_s if budget_s is None else min(budget_s,
+                                                                                      self.config.settings.gateway.timeout_s)
+        for index, (query, reply) in enumerate(zip(queries, replies)):
+            heads = self.heads.candidates(kind_of(query.question, query.choices, query.kind, query.yes_no),
+                                          self.embedder.name, query.choices)
+            if not heads or reply.abstain or timeout_s <= 0:
+                continue
+            try:
+                model, vector = await asyncio.wait_for(self.embedder.embed(state, query, timeout_s), timeout_s)
+            except Exception as exc:  # the embedder failing leaves the engine's answer as it is
+                logger.warning("embedder %s failed, the engine's answer stands: %s", self.embedder.name, exc)
+                continue
+            head = next((h for h in heads if h.model == model), None)
+            probabilities = head.probabilities(vector) if head else None
+            if head is not None and probabilities is not None:
+                found[index] = (head, probabilities)
+        return found
 
     @staticmethod
     def _failed(request_id: str, found: ChainAnswer) -> Decision:
@@ -193,6 +229,7 @@ class Gateway:
     def _conclude(
         self, request_id: str, tried: list[Attempt], name: str, answer: EngineAnswer, threshold: float,
         calibrate: bool, fit: Fit | None, baseline: dict[str, float] | None,
+        learned: tuple[Head, dict[str, float]] | None = None,
     ) -> Decision:
         attempts = list(tried)
         common: dict[str, Any] = {"request_id": request_id, "provider": name, "model": answer.model,
@@ -210,14 +247,21 @@ class Gateway:
             choice = max(probabilities, key=probabilities.__getitem__)  # the correction may change the winner
             confidence, note = probabilities[choice], fit.kind
         common["calibration"] = fit.kind if fit else "none"
-        if calibrate and fit is None and self.config.settings.gateway.uncalibrated == "abstain":
+        if learned is not None:
+            head, probabilities = learned
+            choice = max(probabilities, key=probabilities.__getitem__)
+            confidence, note = probabilities[choice], "head"
+            common["calibration"], common["head"] = "head", head.kind
+            attempts[-1] = attempts[-1].model_copy(update={"detail": f"answered by {head.describe()}"})
+        if calibrate and fit is None and learned is None and self.config.settings.gateway.uncalibrated == "abstain":
             rationale = (f"no calibration fit applies to {name} {answer.model} here, and [gateway] uncalibrated = "
                          f'"abstain": decide this yourself. {answer.rationale or ""}').strip()
             return Decision(status="abstained", confidence=confidence, probabilities=probabilities,
                             rationale=rationale, abstain_reason="uncalibrated", **common)
         rationale_tail = ""
         if calibrate:
-            rationale_tail = f" ({CALIBRATION_NOTES[note]}{CONTENT_FREE_NOTE if baseline and fit else ''}"
+            noted = f"decided by {learned[0].describe()}" if learned else CALIBRATION_NOTES[note]
+            rationale_tail = f" ({noted}{CONTENT_FREE_NOTE if baseline and fit else ''}"
             rationale_tail += f"; the engine's own first choice was {answer.decision!r})" if choice != answer.decision else ")"
         if confidence < threshold:
             attempts[-1] = attempts[-1].model_copy(

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from .schema import Attempt, DecideResponse, ErrorCode, ErrorInfo, Status, new_request_id
 
 AbstainReason = Literal["engine", "threshold", "paused", "uncalibrated"]
-Calibration = Literal["question", "options", "unseen", "none"]
+Calibration = Literal["question", "options", "unseen", "head", "none"]
 
 
 @dataclass
@@ -36,6 +36,8 @@ class Decision:
     calibration: Calibration | None = None
     #: Set when every provider turned the request away at the door: seconds to wait.
     retry_after_s: int | None = None
+    #: The kind whose learned head answered (see `core.heads`), for metrics.
+    head: str | None = None
 
     @classmethod
     def failed(

@@ -30,6 +30,8 @@ MAX_REQUEST_ID_CHARS = 128
 MAX_JSON_DEPTH = 32
 
 SCHEMA_DIR = Path(__file__).with_name("schemas")
+MAX_KIND_CHARS = 100
+KIND_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._/-]*$"
 
 
 class ErrorCode(str, enum.Enum):
@@ -82,6 +84,12 @@ class DecideRequest(BaseModel):
         "the decision is exactly one of them. Absent: the question is answered yes or no.",
     )
     context: dict[str, Any] | None = Field(default=None, description="Passed to the provider.")
+    kind: str | None = Field(
+        default=None, min_length=1, max_length=MAX_KIND_CHARS, pattern=KIND_PATTERN,
+        description="Names a recurring decision (letters, digits, '.', '_', '-', '/'), so a head learned from "
+        "labelled examples of that kind can answer it. Absent: the kind is the option set, or the question "
+        "for a yes/no question.",
+    )
     min_confidence: float | None = Field(
         default=None, ge=0.0, le=1.0, description="Overrides the configured threshold."
     )

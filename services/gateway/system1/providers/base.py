@@ -67,6 +67,8 @@ class Query:
     question: str
     choices: list[str]
     yes_no: bool = False
+    #: The decision kind the request named (see `core.heads`), if any.
+    kind: str | None = None
 
 
 @dataclass(frozen=True)
@@ -203,6 +205,11 @@ class Provider(abc.ABC):
     ) -> list[list[EngineAnswer]]:
         """The same questions about several texts, in one pass where `capabilities().batch`."""
         raise ProviderError(f"{self.name} has no batch endpoint", provider=self.name)
+
+    async def embed(self, state: Any, query: Query, timeout_s: float) -> tuple[str, list[float]]:
+        """The model id and the embedding of the text this engine judges for `query` about
+        `state`, for learned heads; engines without embeddings raise `ProviderError`."""
+        raise ProviderError(f"{self.name} has no embeddings", provider=self.name)
 
     @abc.abstractmethod
     async def health(self, timeout_s: float) -> HealthProbe:

@@ -10,12 +10,13 @@ takes `POST /v1/systemone/batch` (serve.py and Laya do, llama-server does not). 
 
 from __future__ import annotations
 
+import math
 from typing import Any, ClassVar
 
 from pydantic import Field
 
-from .base import Capabilities, HealthProbe, Query, check_option_limit
-from .jev import JevOptions, JevProvider
+from .base import Capabilities, HealthProbe, MalformedResponse, Query, check_option_limit
+from .jev import JevOptions, JevProvider, state_of
 
 
 class SystemOneOptions(JevOptions):
@@ -35,6 +36,18 @@ class SystemOneProvider(JevProvider):
 
     def check(self, query: Query) -> None:
         check_option_limit(query, self.options.max_options, self.name)
+
+    async def embed(self, state: Any, query: Query, timeout_s: float) -> tuple[str, list[float]]:
+        """`POST /v1/embed` (serve.py): the vector of the text the engine judges for `query`."""
+        body = {"instructions": query.question, "states": [state_of(state, [query])]}
+        reply = await self.engine.request("POST", "/v1/embed", timeout_s, body, self.headers(timeout_s))
+        vectors = reply.get("embeddings") if isinstance(reply, dict) else None
+        if (not isinstance(vectors, list) or len(vectors) != 1 or not isinstance(vectors[0], list)
+                or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+                           for x in vectors[0])):
+            raise MalformedResponse(f"{self.name}: embed reply has no finite vector", provider=self.name,
+                                    url=self.engine.where)
+        return str(reply.get("model") or self.model_id), [float(x) for x in vectors[0]]
 
     def read_health(self, body: Any) -> HealthProbe:
         probe = super().read_health(body)

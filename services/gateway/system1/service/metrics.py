@@ -57,8 +57,10 @@ class Metrics(Observer):
                                      ["provider"], registry=r)
         self.abstentions = Counter("system1_abstentions", "Abstentions, by reason.", ["reason"], registry=r)
         self.calibrated = Counter("system1_calibrated_decisions",
-                                  "Answers by the calibration that applied: question, options, unseen or none.",
+                                  "Answers by the calibration that applied: question, options, unseen, head or none.",
                                   ["provider", "fit"], registry=r)
+        self.head_decisions = Counter("system1_head_decisions", "Answers given by a learned head, by kind.",
+                                      ["kind"], registry=r)
         self.confidence = Histogram("system1_confidence", "Confidence of answered decisions.",
                                     buckets=CONFIDENCE_BUCKETS, registry=r)
         self.client_decisions = Counter("system1_client_decisions", "Decisions per configured client.",
@@ -83,6 +85,8 @@ class Metrics(Observer):
             self.abstentions.labels(decision.abstain_reason).inc()
         if decision.calibration is not None:
             self.calibrated.labels(decision.provider, decision.calibration).inc()
+        if decision.head is not None:
+            self.head_decisions.labels(decision.head).inc()
         if decision.confidence is not None:
             self.confidence.observe(decision.confidence)
         if decision.retry_after_s is not None:

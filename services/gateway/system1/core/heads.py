@@ -1,0 +1,149 @@
+"""Learned heads: per decision kind, a classifier on the embedding of the judged text.
+
+A head is fitted by `system1 learn` from labelled rows of one kind and written only where its
+held-out accuracy beat the raw engine's on the same rows. At decision time, when the request's
+kind has a head, the options match and the embedder answers in time, the head's probabilities
+(softmax of `weights · x + bias`, over its temperature) replace the engine's; otherwise the
+engine's answer stands.
+
+The kind of a request is its `kind` field or, without one, a key that recurs when the same
+decision is asked again: the option set (order, case and spacing ignored), or the question for
+a yes/no question (see `kind_of`).
+
+Heads file, format version 1: `{"format": "system1-heads", "version": 1, "heads": [...]}`, each
+head naming its kind, the embedder (provider and model id: a head for another embedder is
+ignored), its options in order, `weights` (one row of `dim` numbers per option), `bias`,
+`temperature`, and for people `n`, `accuracy` and `engine_accuracy` (held-out). Two files are
+read, as for calibration: the installation's own (`<install dir>/heads.json`) over the shipped
+one. Serving is a few hundred multiply-adds per option, in plain Python.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+FORMAT = "system1-heads"
+VERSION = 1
+SHIPPED_HEADS = Path(__file__).with_name("heads.json")
+LOCAL_HEADS_NAME = "heads.json"
+
+logger = logging.getLogger(__name__)
+
+
+def normalised(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip().casefold()
+
+
+def kind_of(question: str, choices: list[str], kind: str | None = None, yes_no: bool = False) -> str:
+    """The request's kind: the one it names, else `options:` and its sorted normalised option
+    set, else (yes/no) `question:` and its normalised question."""
+    if kind:
+        return kind
+    if yes_no:
+        return "question:" + normalised(question)
+    return "options:" + "|".join(sorted(normalised(c) for c in choices))
+
+
+class Head(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    kind: str = Field(min_length=1)
+    embedder: str
+    model: str
+    options: list[str] = Field(min_length=2)
+    weights: list[list[float]]
+    bias: list[float]
+    temperature: float = Field(default=1.0, gt=0.0)
+
+    @model_validator(mode="after")
+    def _shapes(self) -> Head:
+        if len(self.weights) != len(self.options) or len(self.bias) != len(self.options):
+            raise ValueError("a head needs one weight row and one bias per option")
+        if len({len(row) for row in self.weights}) != 1:
+            raise ValueError("every weight row must have the same length")
+        return self
+
+    @property
+    def dim(self) -> int:
+        return len(self.weights[0])
+
+    def fits(self, choices: list[str]) -> bool:
+        return sorted(self.options) == sorted(choices)
+
+    def probabilities(self, vector: list[float]) -> dict[str, float] | None:
+        """The head's calibrated probabilities for an embedding; None when its size is wrong."""
+        if len(vector) != self.dim:
+            return None
+        logits = [(sum(w * x for w, x in zip(row, vector)) + b) / self.temperature
+                  for row, b in zip(self.weights, self.bias)]
+        top = max(logits)
+        powers = [math.exp(v - top) for v in logits]
+        total = sum(powers)
+        return {option: p / total for option, p in zip(self.options, powers)}
+
+    def describe(self) -> str:
+        extra = self.model_extra or {}
+        facts = [f"{extra['n']} rows" if "n" in extra else "",
+                 f"held-out accuracy {extra['accuracy']:.0%}" if "accuracy" in extra else "",
+                 f"engine {extra['engine_accuracy']:.0%}" if "engine_accuracy" in extra else ""]
+        shown = ", ".join(f for f in facts if f)
+        return f"the learned head for kind {self.kind!r}" + (f" ({shown})" if shown else "")
+
+
+class HeadsFile(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    format: str = FORMAT
+    version: int = VERSION
+    heads: list[Head] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _known(self) -> HeadsFile:
+        if self.format != FORMAT:
+            raise ValueError(f"format is {self.format!r}, expected {FORMAT!r}")
+        if self.version != VERSION:
+            raise ValueError(f"version {self.version} is not supported (this gateway reads {VERSION})")
+        return self
+
+
+class Heads:
+    """The heads from the local and the shipped file, by (kind, embedder provider)."""
+
+    def __init__(self, heads: list[Head] | None = None, errors: list[str] | None = None) -> None:
+        self.errors = errors or []
+        self._by_kind: dict[tuple[str, str], list[Head]] = {}
+        for head in heads or []:
+            self._by_kind.setdefault((head.kind, head.embedder), []).append(head)
+
+    @classmethod
+    def load(cls, local: Path | None, shipped: Path = SHIPPED_HEADS) -> Heads:
+        found: dict[tuple[str, str, str], Head] = {}
+        errors = []
+        for path in (shipped, local):  # local last, so it wins
+            if path is None or not path.exists():
+                continue
+            try:
+                parsed = HeadsFile.model_validate(json.loads(path.read_text(encoding="utf-8")))
+            except (OSError, ValueError, ValidationError) as exc:
+                message = f"{path}: learned heads ignored: {exc}".replace("\n", " ")
+                logger.warning("%s", message)
+                errors.append(message)
+                continue
+            found.update({(h.kind, h.embedder, h.model): h for h in parsed.heads})
+        return cls(list(found.values()), errors)
+
+    def candidates(self, kind: str, embedder: str, choices: list[str]) -> list[Head]:
+        """Heads that could answer this kind with these options, one per embedder model."""
+        return [h for h in self._by_kind.get((kind, embedder), []) if h.fits(choices)]
+
+    def summary(self) -> list[dict[str, Any]]:
+        return [{"kind": h.kind, "embedder": h.embedder, "model": h.model, "options": len(h.options),
+                 **{k: v for k, v in (h.model_extra or {}).items() if k in ("n", "accuracy", "engine_accuracy")}}
+                for group in self._by_kind.values() for h in group]

@@ -1,0 +1,145 @@
+"""Learned heads at decision time: the kind key, which head applies, and the engine's answer
+standing whenever a head cannot answer."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from system1.core.gateway import Gateway
+from system1.core.heads import Head, Heads, kind_of
+from system1.core.schema import RequestError, parse_request
+from system1.providers.base import Capabilities, EngineAnswer, HealthProbe, OneQuestionProvider, ProviderError, Query
+
+from ..helpers import config_in
+
+pytestmark = pytest.mark.anyio
+
+QUESTION = "Is this tool call destructive or hard to reverse?"
+KIND = kind_of(QUESTION, ["yes", "no"], yes_no=True)
+# On a 2-dimensional embedding: the first axis means "destructive".
+DESTRUCTIVE = Head(kind=KIND, embedder="embedding", model="emb-1", options=["yes", "no"],
+                   weights=[[4.0, 0.0], [-4.0, 0.0]], bias=[0.0, 0.0], temperature=1.0,
+                   n=150, accuracy=0.9, engine_accuracy=0.5)
+
+
+class Embedding(OneQuestionProvider):
+    """Always answers "no" at 0.6; embeds `rm` commands on the first axis, others on the second."""
+
+    name = "embedding"
+
+    def __init__(self, model: str = "emb-1", down: bool = False) -> None:
+        super().__init__(OneQuestionProvider.Options())
+        self.model, self.down = model, down
+        self.embedded: list[object] = []
+
+    async def decide_one(self, state, query: Query, timeout_s: float) -> EngineAnswer:
+        return EngineAnswer("no", 0.6, {"yes": 0.4, "no": 0.6}, "engine says no", self.model)
+
+    async def embed(self, state, query: Query, timeout_s: float) -> tuple[str, list[float]]:
+        self.embedded.append(state)
+        if self.down:
+            raise ProviderError("connection refused", provider=self.name)
+        return self.model, [1.0, 0.0] if "rm" in json.dumps(state) else [-1.0, 0.0]
+
+    async def health(self, timeout_s: float) -> HealthProbe:
+        return HealthProbe(True, "embedding")
+
+    def capabilities(self) -> Capabilities:
+        return Capabilities(max_options=None, model=self.model)
+
+
+def with_heads(tmp_path, engine: Embedding, *heads: Head) -> Gateway:
+    config = config_in(tmp_path, '[gateway]\nprovider = "mock"\nmin_confidence = 0.6\n')
+    config.settings.gateway.provider = engine.name
+    config.settings.gateway.fallback = []
+    config.settings.learning.embedder = engine.name
+    return Gateway(config, providers={engine.name: engine}, heads=Heads(list(heads)))
+
+
+def test_the_default_kind_is_the_option_set_or_the_yes_no_question():
+    assert kind_of("Which tier?", ["Opus ", "haiku", "sonnet"]) == kind_of("Pick a model", ["sonnet", "opus", "haiku"])
+    assert kind_of("Which tier?", ["opus", "haiku"]) == "options:haiku|opus"
+    assert kind_of("Is  this destructive?", ["yes", "no"], yes_no=True) == "question:is this destructive?"
+    assert kind_of("Which tier?", ["opus", "haiku"], kind="model-tier") == "model-tier"
+
+
+@pytest.mark.parametrize("kind", ["", "has space", "-leading", "x" * 101])
+def test_a_malformed_kind_is_refused_naming_the_field(kind):
+    with pytest.raises(RequestError) as caught:
+        parse_request({"question": "q?", "kind": kind})
+    assert "kind" in caught.value.message
+
+
+async def test_a_head_for_the_requests_kind_decides_and_says_so(tmp_path):
+    engine = Embedding()
+    g = with_heads(tmp_path, engine, DESTRUCTIVE)
+    decision = await g.decide({"question": QUESTION, "context": {"command": "rm -rf /"}})
+    assert decision.status == "decided" and decision.decision == "yes" and decision.calibration == "head"
+    assert decision.confidence == pytest.approx(1 / (1 + math.exp(-8)))
+    assert "learned head for kind" in decision.rationale and "150 rows" in decision.rationale
+    assert "learned head" in decision.attempts[-1].detail and decision.head == KIND
+    safe = await g.decide({"question": QUESTION, "context": {"command": "ls -la"}})
+    assert safe.decision == "no" and safe.calibration == "head"
+
+
+async def test_an_explicit_kind_picks_the_head_whatever_the_wording(tmp_path):
+    head = DESTRUCTIVE.model_copy(update={"kind": "destructive-command"})
+    g = with_heads(tmp_path, Embedding(), head)
+    reworded = {"question": "Would running this lose work?", "kind": "destructive-command",
+                "context": {"command": "rm -rf ~"}}
+    assert (await g.decide(reworded)).decision == "yes"
+    assert (await g.decide({**reworded, "kind": "other"})).calibration != "head"
+
+
+async def test_a_head_for_another_embedder_model_is_ignored(tmp_path):
+    g = with_heads(tmp_path, Embedding(model="emb-2"), DESTRUCTIVE)
+    decision = await g.decide({"question": QUESTION, "context": {"command": "rm -rf /"}})
+    assert decision.calibration != "head" and decision.decision == "no" and decision.head is None
+
+
+async def test_a_head_whose_options_differ_is_ignored(tmp_path):
+    engine = Embedding()
+    g = with_heads(tmp_path, engine, DESTRUCTIVE.model_copy(update={"options": ["yes", "maybe"]}))
+    decision = await g.decide({"question": QUESTION, "context": {"command": "rm -rf /"}})
+    assert decision.calibration != "head" and engine.embedded == []
+
+
+async def test_when_the_embedder_is_down_the_engines_answer_stands(tmp_path):
+    engine = Embedding(down=True)
+    decision = await with_heads(tmp_path, engine, DESTRUCTIVE).decide(
+        {"question": QUESTION, "context": {"command": "rm -rf /"}})
+    assert decision.status == "decided" and decision.decision == "no" and decision.confidence == 0.6
+    assert decision.calibration == "none" and engine.embedded == [{"command": "rm -rf /"}]
+
+
+async def test_learning_off_never_asks_the_embedder(tmp_path):
+    engine = Embedding()
+    g = with_heads(tmp_path, engine, DESTRUCTIVE)
+    g.embedder = None  # as `[learning] enabled = false` leaves it
+    assert (await g.decide({"question": QUESTION, "context": {"command": "rm -rf /"}})).decision == "no"
+    assert engine.embedded == []
+
+
+def test_local_heads_win_over_shipped_ones_and_a_broken_file_is_reported(tmp_path):
+    def write(path, heads):
+        path.write_text(json.dumps({"format": "system1-heads", "version": 1,
+                                    "heads": [h.model_dump() for h in heads]}))
+        return path
+
+    shipped = write(tmp_path / "shipped.json", [DESTRUCTIVE])
+    local = write(tmp_path / "local.json", [DESTRUCTIVE.model_copy(update={"temperature": 2.0})])
+    [head] = Heads.load(local, shipped).candidates(KIND, "embedding", ["no", "yes"])
+    assert head.temperature == 2.0
+    local.write_text('{"format": "system1-heads", "version": 9, "heads": []}')
+    heads = Heads.load(local, shipped)
+    assert heads.candidates(KIND, "embedding", ["yes", "no"]) == [DESTRUCTIVE]
+    assert "version 9" in heads.errors[0]
+
+
+def test_a_head_with_mismatched_shapes_is_refused():
+    with pytest.raises(ValueError, match="one weight row and one bias per option"):
+        Head(kind="k", embedder="e", model="m", options=["a", "b"], weights=[[1.0]], bias=[0.0, 0.0])
+    assert DESTRUCTIVE.probabilities([1.0, 0.0, 0.0]) is None  # an embedding of another size
