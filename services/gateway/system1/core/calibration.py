@@ -39,14 +39,14 @@ package; for each kind of fit the local file wins.
 
 from __future__ import annotations
 
-import json
-import logging
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from .stored import VersionedFile, read
 
 FORMAT = "system1-calibration"
 VERSION = 3
@@ -54,7 +54,6 @@ READABLE_VERSIONS = (1, 2, 3)
 SHIPPED_FITS = Path(__file__).with_name("calibration.json")
 LOCAL_FITS_NAME = "calibration.json"
 
-logger = logging.getLogger(__name__)
 
 
 class Fit(BaseModel):
@@ -84,20 +83,13 @@ class Fit(BaseModel):
         return (self.provider, self.model, self.question, self.n_options, self.unseen)
 
 
-class FitsFile(BaseModel):
-    model_config = ConfigDict(extra="allow")
+class FitsFile(VersionedFile):
+    FORMAT = FORMAT
+    READABLE = READABLE_VERSIONS
 
     format: str = FORMAT
     version: int = VERSION
     fits: list[Fit] = Field(default_factory=list)
-
-    @model_validator(mode="after")
-    def _known(self) -> FitsFile:
-        if self.format != FORMAT:
-            raise ValueError(f"format is {self.format!r}, expected {FORMAT!r}")
-        if self.version not in READABLE_VERSIONS:
-            raise ValueError(f"version {self.version} is not supported (this gateway reads {READABLE_VERSIONS})")
-        return self
 
 
 def temper(probabilities: dict[str, float], temperature: float) -> dict[str, float]:
@@ -182,12 +174,9 @@ class Calibrator:
         for name, path in (("local", local), ("shipped", shipped)):
             if path is None or not path.exists():
                 continue
-            try:
-                parsed = FitsFile.model_validate(json.loads(path.read_text(encoding="utf-8")))
-            except (OSError, ValueError, ValidationError) as exc:
-                message = f"{path}: calibration fits ignored: {exc}".replace("\n", " ")
-                logger.warning("%s", message)
-                errors.append(message)
+            parsed, problem = read(FitsFile, path, "calibration fits")
+            if parsed is None:
+                errors.append(problem or "")
                 continue
             sources.append(Source(name, path, tuple(parsed.fits)))
         return cls(sources, errors)

@@ -20,21 +20,19 @@ one. Serving is a few hundred multiply-adds per option, in plain Python.
 
 from __future__ import annotations
 
-import json
-import logging
 import math
 import re
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from .stored import VersionedFile, read
 
 FORMAT = "system1-heads"
 VERSION = 1
 SHIPPED_HEADS = Path(__file__).with_name("heads.json")
 LOCAL_HEADS_NAME = "heads.json"
-
-logger = logging.getLogger(__name__)
 
 
 def normalised(text: str) -> str:
@@ -97,20 +95,13 @@ class Head(BaseModel):
         return f"the learned head for kind {self.kind!r}" + (f" ({shown})" if shown else "")
 
 
-class HeadsFile(BaseModel):
-    model_config = ConfigDict(extra="allow")
+class HeadsFile(VersionedFile):
+    FORMAT = FORMAT
+    READABLE = (VERSION,)
 
     format: str = FORMAT
     version: int = VERSION
     heads: list[Head] = Field(default_factory=list)
-
-    @model_validator(mode="after")
-    def _known(self) -> HeadsFile:
-        if self.format != FORMAT:
-            raise ValueError(f"format is {self.format!r}, expected {FORMAT!r}")
-        if self.version != VERSION:
-            raise ValueError(f"version {self.version} is not supported (this gateway reads {VERSION})")
-        return self
 
 
 class Heads:
@@ -129,12 +120,9 @@ class Heads:
         for path in (shipped, local):  # local last, so it wins
             if path is None or not path.exists():
                 continue
-            try:
-                parsed = HeadsFile.model_validate(json.loads(path.read_text(encoding="utf-8")))
-            except (OSError, ValueError, ValidationError) as exc:
-                message = f"{path}: learned heads ignored: {exc}".replace("\n", " ")
-                logger.warning("%s", message)
-                errors.append(message)
+            parsed, problem = read(HeadsFile, path, "learned heads")
+            if parsed is None:
+                errors.append(problem or "")
                 continue
             found.update({(h.kind, h.embedder, h.model): h for h in parsed.heads})
         return cls(list(found.values()), errors)

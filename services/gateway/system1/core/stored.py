@@ -1,0 +1,43 @@
+"""Versioned JSON files the gateway reads at start and reload (calibration fits, learned heads):
+a `format` name and a `version`, checked before anything in them is used."""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import ClassVar, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+
+logger = logging.getLogger(__name__)
+F = TypeVar("F", bound="VersionedFile")
+
+
+class VersionedFile(BaseModel):
+    """Subclasses set `FORMAT` and `READABLE` and declare `format` and `version` with defaults."""
+
+    model_config = ConfigDict(extra="allow")
+    FORMAT: ClassVar[str]
+    READABLE: ClassVar[tuple[int, ...]]
+
+    format: str
+    version: int
+
+    @model_validator(mode="after")
+    def _known(self) -> VersionedFile:
+        if self.format != self.FORMAT:
+            raise ValueError(f"format is {self.format!r}, expected {self.FORMAT!r}")
+        if self.version not in self.READABLE:
+            raise ValueError(f"version {self.version} is not supported (this gateway reads {self.READABLE})")
+        return self
+
+
+def read(cls: type[F], path: Path, what: str) -> tuple[F | None, str | None]:
+    """The parsed file, or None and a one-line message saying why `what` in it is ignored."""
+    try:
+        return cls.model_validate(json.loads(path.read_text(encoding="utf-8"))), None
+    except (OSError, ValueError, ValidationError) as exc:
+        message = f"{path}: {what} ignored: {exc}".replace("\n", " ")
+        logger.warning("%s", message)
+        return None, message
