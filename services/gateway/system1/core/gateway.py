@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..providers import REGISTRY
-from ..providers.base import EngineAnswer, Provider, Query, context_text
+from ..providers.base import EngineAnswer, EngineError, Provider, Query, context_text
 from .calibration import LOCAL_FITS_NAME, Baselines, Calibrator, Fit, content_free, correct, temper
 from .chain import Chain, ChainAnswer, ms
 from .config import LoadedConfig
@@ -32,6 +32,10 @@ from .schema import MAX_OPTIONS, Attempt, ErrorCode, RequestError, new_request_i
 from .work import over_budget, work_of
 
 logger = logging.getLogger(__name__)
+
+
+class EmbedderUnavailable(Exception):
+    """No embedder is configured, or it failed or did not answer in time."""
 
 PAUSE_FILE = "paused"
 # What the rationale says about calibration, by the kind of fit that applied.
@@ -170,6 +174,23 @@ class Gateway:
         return [self._conclude(request_id, answer.attempts, answer.provider, reply, threshold, calibrate, fit, baseline,
                                head)
                 for reply, fit, baseline, head in zip(answer.answers, fits, baselines, learned)]
+
+    async def embed(self, payload: Any) -> dict[str, Any]:
+        """For `system1 learn`: the embedder's vector of a decide request's judged text, with its
+        kind. `RequestError` for a bad request; `EmbedderUnavailable` when none answers."""
+        request = parse_request(payload)
+        if self.embedder is None:
+            raise EmbedderUnavailable("learning is off or [learning] embedder is not configured")
+        query = Query(request.question, request.choices, request.options is None, request.kind)
+        timeout_s = self.config.settings.gateway.timeout_s
+        try:
+            model, vector = await asyncio.wait_for(self.embedder.embed(request.context, query, timeout_s), timeout_s)
+        except TimeoutError:
+            raise EmbedderUnavailable(f"the embedder {self.embedder.name} did not answer within {timeout_s:g} s") from None
+        except EngineError as exc:
+            raise EmbedderUnavailable(str(exc)) from None
+        return {"embedder": self.embedder.name, "model": model, "embedding": vector,
+                "kind": kind_of(query.question, query.choices, query.kind, query.yes_no)}
 
     async def _learned(
         self, state: Any, queries: list[Query], replies: list[EngineAnswer], budget_s: float | None,

@@ -1,6 +1,6 @@
 """`system1 calibrate DATA.jsonl ...`: ask labelled decisions live, fit temperatures, report.
 
-Each row is `{"question", "options"?, "context"?, "label"}` (other keys, such as `meta`, are
+Each row is `{"question", "options"?, "context"?, "label", "kind"?}` (other keys, such as `meta`, are
 kept out of the request). Every row is asked through the gateway service as batch work with
 calibration off, so the fit sees the engine's own probabilities; each question with a context
 is also asked once about the context's content-free version, and the fits are made with and
@@ -15,6 +15,7 @@ fits in the repository, with the report and diagram under `calibration/reports/`
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections import defaultdict
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.calibration import Fit, FitsFile, content_free
-from ..core.schema import YES_NO
+from ..core.schema import KIND_PATTERN, YES_NO
 from ..service.client import ServiceClient
 from .fitting import (
     Answered,
@@ -49,6 +50,7 @@ class Labelled:
     options: list[str] | None
     context: dict[str, Any] | None
     label: str
+    kind: str | None = None
 
     @property
     def choices(self) -> list[str]:
@@ -59,6 +61,8 @@ class Labelled:
         body: dict[str, Any] = {"question": self.question, "min_confidence": 0}
         if self.options:
             body["options"] = self.options
+        if self.kind:
+            body["kind"] = self.kind
         context = self.context if context is None else context
         if context:
             body["context"] = context
@@ -91,7 +95,10 @@ def load(path: Path) -> list[Labelled]:
             raise DataError(f"{where}: 'context' must be an object")
         if "label" not in raw:
             raise DataError(f"{where}: the row has no 'label'")
-        row = Labelled(question, options, context, label)
+        kind = raw.get("kind")
+        if kind is not None and (not isinstance(kind, str) or not re.fullmatch(KIND_PATTERN, kind)):
+            raise DataError(f"{where}: 'kind' must be a string of letters, digits, '.', '_', '-' or '/'")
+        row = Labelled(question, options, context, label, kind)
         if not isinstance(label, str) or label not in row.choices:
             raise DataError(f"{where}: label {label!r} is not among the options {row.choices}")
         rows.append(row)

@@ -97,6 +97,10 @@ class ServiceClient:
         response = await self._send("POST", "/v1/decide", json=request, headers=sent)
         return DecideReply(self._body(response), response.headers.get(headers.MODEL), response.status_code)
 
+    async def embed(self, request: dict[str, Any]) -> dict[str, Any]:
+        """`{"embedder", "model", "embedding", "kind"}` for a decide request's judged text."""
+        return self._ok(await self._send("POST", "/v1/embed", json=request))
+
     async def route(self, event: dict[str, Any], client: str | None = None) -> dict[str, Any]:
         """What the routing hook would print for one Claude Code hook event."""
         sent = {headers.CLIENT: client} if client else {}

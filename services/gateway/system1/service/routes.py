@@ -16,6 +16,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
+from ..core.gateway import EmbedderUnavailable
 from ..core.result import Decision
 from ..core.schema import MAX_JSON_DEPTH, DecideResponse, ErrorCode, RequestError, json_schemas
 from ..routing.hook import RouteEvent, parse_event
@@ -119,6 +120,18 @@ async def decide(request: Request, service: ServiceDep) -> JSONResponse:
     if decision.model:
         extra[headers.MODEL] = decision.model
     return JSONResponse(decision.envelope_json(), status_code=status, headers=extra)
+
+
+@router.post("/v1/embed", responses=BAD_REQUEST | NOT_JSON | {502: _described("the embedder failed or is not configured")},
+             openapi_extra={"requestBody": REQUEST_BODY})
+async def embed(request: Request, service: ServiceDep) -> JSONResponse:
+    """A decide request in; the `[learning]` embedder's vector of its judged text and its kind out
+    (what `system1 learn` fits heads on)."""
+    payload = await read_json(request)
+    try:
+        return JSONResponse(await service.embed(payload))
+    except EmbedderUnavailable as exc:
+        return JSONResponse(Decision.failed(ErrorCode.PROVIDER_ERROR, str(exc)).envelope_json(), status_code=502)
 
 
 @router.post("/v1/route", responses=BAD_REQUEST | NOT_JSON,

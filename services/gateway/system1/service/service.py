@@ -162,6 +162,11 @@ class Service:
             self.request_log.record(decision, client, payload)
         return decision
 
+    async def embed(self, payload: Any) -> dict[str, Any]:
+        """The embedder's vector of a request's judged text (for `system1 learn`)."""
+        async with self._use() as gateway:
+            return await gateway.embed(payload)
+
     async def route(self, event: RouteEvent, client: str) -> Outcome:
         """The routing hook's answer for one Claude Code hook event."""
         async with self._use() as gateway:

@@ -1,0 +1,227 @@
+"""Fitting learned heads, for `system1 learn` (needs NumPy and scikit-learn: the `learn` extra).
+
+Per decision kind: a multinomial logistic regression on the embedder's vectors of the judged
+texts, its regularisation chosen by cross-validation inside each training fold
+(`LogisticRegressionCV`). Everything reported is held out: the rows are split into k stratified
+folds, each fold's probabilities come from a head fitted on the others, and each fold's
+temperature from the other folds' held-out probabilities. A head is enabled only if its
+held-out accuracy beats the raw engine's on the same rows and every option has enough rows; the
+shipped head is then fitted on all rows, with the temperature fitted on all held-out rows.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core.calibration import temper
+from ..core.heads import Head
+from .fitting import Answered, fit_temperature, measure
+
+MIN_ROWS_PER_OPTION = 8
+CURVE_FRACTIONS = (0.25, 0.5, 0.75, 1.0)
+
+
+@dataclass(frozen=True)
+class Example:
+    """A labelled row with the embedder's vector of its judged text and the engine's raw answer."""
+
+    kind: str
+    options: tuple[str, ...]
+    label: str
+    embedding: list[float]
+    engine: dict[str, float]
+    embedder: str
+    model: str
+
+
+@dataclass
+class KindResult:
+    kind: str
+    options: tuple[str, ...]
+    rows: int
+    engine: dict[str, Any]
+    head: dict[str, Any] | None = None
+    enabled: bool = False
+    why_not: str | None = None
+    fitted: Head | None = None
+    curve: list[tuple[float, float]] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "options": list(self.options), "rows": self.rows, "engine": self.engine,
+                "head": self.head, "enabled": self.enabled, "why_not": self.why_not,
+                "curve": [{"rows_per_option": x, "accuracy": y} for x, y in self.curve]}
+
+
+def stratified_folds(labels: Sequence[str], k: int, seed: int = 0) -> list[list[int]]:
+    """k folds with each label spread across them as evenly as it can be."""
+    by_label: dict[str, list[int]] = defaultdict(list)
+    for index, label in enumerate(labels):
+        by_label[label].append(index)
+    rng = random.Random(seed)
+    folds: list[list[int]] = [[] for _ in range(k)]
+    offset = 0
+    for label in sorted(by_label):
+        members = by_label[label]
+        rng.shuffle(members)
+        for position, index in enumerate(members):
+            folds[(position + offset) % k].append(index)
+        offset += len(members)
+    return [sorted(f) for f in folds if f]
+
+
+def _classifier(x: Any, y: Any) -> Any:
+    from sklearn.linear_model import LogisticRegressionCV
+
+    smallest = min(Counter(y.tolist()).values())
+    inner = max(2, min(3, smallest))
+    # L2 only, regularisation chosen by log-loss (what the temperature fit then builds on).
+    return LogisticRegressionCV(Cs=8, cv=inner, max_iter=2000, l1_ratios=(0.0,), scoring="neg_log_loss",
+                                use_legacy_attributes=False).fit(x, y)
+
+
+def _probabilities(model: Any, x: Any, n_options: int) -> Any:
+    import numpy as np
+
+    full = np.zeros((x.shape[0], n_options))
+    full[:, model.classes_] = model.predict_proba(x)
+    return full
+
+
+def _rows(examples: Sequence[Example], probabilities: Sequence[Sequence[float]]) -> list[Answered]:
+    return [Answered(e.kind, e.options, e.label, dict(zip(e.options, map(float, p))), e.embedder, e.model)
+            for e, p in zip(examples, probabilities)]
+
+
+def _matrix(examples: Sequence[Example]) -> tuple[Any, Any]:
+    import numpy as np
+
+    options = examples[0].options
+    return np.array([e.embedding for e in examples]), np.array([options.index(e.label) for e in examples])
+
+
+def _raw_probabilities(examples: Sequence[Example], groups: list[list[int]]) -> list[list[float]]:
+    """Each row's probabilities from a head fitted on the other folds, before any temperature."""
+    x, y = _matrix(examples)
+    raw: list[list[float]] = [[] for _ in examples]
+    for test in groups:
+        tested = set(test)
+        train = [i for i in range(len(examples)) if i not in tested]
+        model = _classifier(x[train], y[train])
+        for index, p in zip(test, _probabilities(model, x[test], len(examples[0].options))):
+            raw[index] = [float(v) for v in p]
+    return raw
+
+
+def held_out(examples: Sequence[Example], k: int) -> tuple[list[dict[str, float]], float]:
+    """Each row's calibrated probabilities from a head and a temperature that never saw it, and
+    the temperature fitted on all held-out rows (the shipped head's)."""
+    groups = stratified_folds([e.label for e in examples], k)
+    raw = _rows(examples, _raw_probabilities(examples, groups))
+    result: list[dict[str, float]] = [{} for _ in examples]
+    for test in groups:
+        tested = set(test)
+        temperature = fit_temperature([r for i, r in enumerate(raw) if i not in tested])
+        for index in test:
+            result[index] = temper(raw[index].probabilities, temperature)
+    return result, fit_temperature(raw)
+
+
+def _at(measured: dict[str, Any], threshold: float) -> dict[str, Any]:
+    row = min(measured["thresholds"], key=lambda t: abs(t["threshold"] - threshold))
+    return {"threshold": row["threshold"], "coverage": row["coverage"], "accuracy": row["accuracy"]}
+
+
+def _summary(rows: list[Answered], probabilities: Sequence[dict[str, float]], threshold: float) -> dict[str, Any]:
+    measured = measure(rows, probabilities)
+    return {"accuracy": measured["accuracy"], "ece": measured["ece"], "at_threshold": _at(measured, threshold)}
+
+
+def learning_curve(examples: Sequence[Example], k: int, seed: int = 0) -> list[tuple[float, float]]:
+    """Held-out accuracy against training rows per option, training on growing shares of each fold."""
+    x, y = _matrix(examples)
+    groups = stratified_folds([e.label for e in examples], k)
+    rng = random.Random(seed)
+    curve = []
+    for fraction in CURVE_FRACTIONS:
+        right = total = per_option = 0.0
+        for test in groups:
+            tested = set(test)
+            train = [i for i in range(len(examples)) if i not in tested]
+            chosen = [i for i in train if fraction >= 1 or rng.random() < fraction]
+            if len(set(y[chosen].tolist())) < 2:
+                continue
+            model = _classifier(x[chosen], y[chosen])
+            right += float((model.predict(x[test]) == y[test]).sum())
+            total += len(test)
+            per_option += len(chosen) / len(examples[0].options)
+        if total:
+            curve.append((round(per_option / len(groups), 1), right / total))
+    return curve
+
+
+def learn_kind(examples: Sequence[Example], k: int, threshold: float,
+               min_rows_per_option: int = MIN_ROWS_PER_OPTION, curve: bool = True) -> KindResult:
+    """The held-out comparison of a head with the engine for one kind, and the head if it wins."""
+    first = examples[0]
+    options = first.options
+    engine_rows = _rows(examples, [[e.engine.get(o, 0.0) for o in options] for e in examples])
+    result = KindResult(first.kind, options, len(examples),
+                        _summary(engine_rows, [r.probabilities for r in engine_rows], threshold))
+    counts = Counter(e.label for e in examples)
+    thin = [o for o in options if counts[o] < min_rows_per_option]
+    if thin:
+        result.why_not = (f"too few rows for {', '.join(repr(o) for o in thin)} "
+                          f"(each option needs {min_rows_per_option}; has {', '.join(str(counts[o]) for o in thin)})")
+        return result
+    folds = min(k, min(counts.values()))
+    probabilities, temperature = held_out(examples, folds)
+    result.head = _summary(engine_rows, probabilities, threshold)
+    if curve:
+        result.curve = learning_curve(examples, folds)
+    if result.head["accuracy"] <= result.engine["accuracy"]:
+        result.why_not = (f"held-out accuracy {result.head['accuracy']:.0%} does not beat the engine's "
+                          f"{result.engine['accuracy']:.0%}")
+        return result
+    x, y = _matrix(examples)
+    weights, bias = _head_weights(_classifier(x, y), len(options), x.shape[1])
+    result.fitted = Head(kind=first.kind, embedder=first.embedder, model=first.model, options=list(options),
+                         weights=weights, bias=bias, temperature=round(temperature, 4), n=len(examples),
+                         accuracy=round(result.head["accuracy"], 4),
+                         engine_accuracy=round(result.engine["accuracy"], 4))
+    result.enabled = True
+    return result
+
+
+def _head_weights(model: Any, n_options: int, dim: int) -> tuple[list[list[float]], list[float]]:
+    """One weight row and bias per option (a binary model's single row becomes [0, w])."""
+    weights = [[0.0] * dim for _ in range(n_options)]
+    bias = [0.0] * n_options
+    classes = [int(c) for c in model.classes_]
+    if len(classes) == 2 and model.coef_.shape[0] == 1:
+        weights[classes[1]] = [round(float(w), 6) for w in model.coef_[0]]
+        bias[classes[1]] = round(float(model.intercept_[0]), 6)
+        return weights, bias
+    for row, cls in enumerate(classes):
+        weights[cls] = [round(float(w), 6) for w in model.coef_[row]]
+        bias[cls] = round(float(model.intercept_[row]), 6)
+    return weights, bias
+
+
+def learn(examples: Sequence[Example], k: int, threshold: float,
+          progress: Callable[[int, int], None] | None = None) -> list[KindResult]:
+    """Every kind's result, kinds with most rows first; rows whose options differ from their
+    kind's most common option set are left out (the report counts them)."""
+    by_kind: dict[str, list[Example]] = defaultdict(list)
+    for example in examples:
+        by_kind[example.kind].append(example)
+    results = []
+    for done, (kind, rows) in enumerate(sorted(by_kind.items(), key=lambda item: -len(item[1])), 1):
+        usual = Counter(r.options for r in rows).most_common(1)[0][0]
+        results.append(learn_kind([r for r in rows if r.options == usual], k, threshold))
+        if progress:
+            progress(done, len(by_kind))
+    return results

@@ -1,0 +1,69 @@
+"""Fitting learned heads: held-out figures, the gate against the raw engine, the head's shape."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from system1.core.heads import kind_of
+from system1.offline.learning import Example, learn, learn_kind, stratified_folds
+
+KIND = kind_of("Is this destructive?", ["yes", "no"], yes_no=True)
+
+
+def examples(count: int, separation: float, engine_right: float, seed: int = 0, dim: int = 8) -> list[Example]:
+    """Yes/no rows whose embeddings sit around +/- `separation` on the first axis, with an
+    engine that is right `engine_right` of the time at 0.7."""
+    rng = random.Random(seed)
+    rows = []
+    for i in range(count):
+        label = "yes" if i % 2 else "no"
+        centre = separation if label == "yes" else -separation
+        vector = [rng.gauss(centre, 1.0)] + [rng.gauss(0, 1.0) for _ in range(dim - 1)]
+        engine_pick = label if rng.random() < engine_right else ("no" if label == "yes" else "yes")
+        engine = {engine_pick: 0.7, ("no" if engine_pick == "yes" else "yes"): 0.3}
+        rows.append(Example(KIND, ("yes", "no"), label, vector, engine, "systemone", "minilm"))
+    return rows
+
+
+def test_stratified_folds_partition_the_rows_and_spread_each_label():
+    labels = ["a"] * 10 + ["b"] * 5
+    folds = stratified_folds(labels, 5)
+    assert sorted(i for f in folds for i in f) == list(range(15))
+    assert all(sum(labels[i] == "b" for i in f) == 1 for f in folds)
+
+
+def test_a_head_that_beats_the_engine_on_held_out_rows_is_enabled_with_a_usable_shape():
+    result = learn_kind(examples(120, 2.0, 0.5), k=5, threshold=0.6, curve=False)
+    assert result.enabled and result.head["accuracy"] > 0.85 > result.engine["accuracy"]
+    head = result.fitted
+    assert head.options == ["yes", "no"] and len(head.weights) == 2 and head.dim == 8
+    probabilities = head.probabilities([3.0] + [0.0] * 7)
+    assert probabilities["yes"] > 0.9
+    assert head.model_extra["n"] == 120 and head.model_extra["engine_accuracy"] == pytest.approx(
+        result.engine["accuracy"], abs=1e-4)
+
+
+def test_a_head_that_does_not_beat_the_engine_stays_off_and_says_why():
+    result = learn_kind(examples(120, 0.0, 0.95), k=5, threshold=0.6, curve=False)
+    assert not result.enabled and result.fitted is None
+    assert "does not beat the engine" in result.why_not
+
+
+def test_a_kind_with_too_few_rows_for_an_option_gets_no_head():
+    rows = [e for e in examples(60, 2.0, 0.5) if e.label == "no"] + examples(60, 2.0, 0.5)[1:8:2]
+    result = learn_kind(rows, k=5, threshold=0.6, curve=False)
+    assert not result.enabled and "too few rows for 'yes'" in result.why_not and result.head is None
+
+
+def test_every_kind_is_learned_separately_and_the_curve_rises_with_rows():
+    other = [Example("tier", ("haiku", "sonnet", "opus"), ("haiku", "sonnet", "opus")[i % 3],
+                     [float(i % 3 == j) * 3 + random.Random(i).gauss(0, 0.5) for j in range(3)] + [0.0] * 5,
+                     {"haiku": 0.4, "sonnet": 0.3, "opus": 0.3}, "systemone", "minilm") for i in range(90)]
+    results = learn(examples(120, 1.0, 0.5) + other, k=5, threshold=0.6)
+    assert [r.kind for r in results] == [KIND, "tier"] and all(r.enabled for r in results)
+    tier = results[1].fitted
+    assert len(tier.weights) == 3 and tier.options == ["haiku", "sonnet", "opus"]
+    curve = results[0].curve
+    assert len(curve) == 4 and curve[0][0] < curve[-1][0]
