@@ -76,6 +76,18 @@ def parser() -> argparse.ArgumentParser:
     where.add_argument("--ship", action="store_true", help="save the fits into the repository's shipped fits, with the report")
     calibrate.set_defaults(func=command("calibrate"))
 
+    learn = commands.add_parser("learn", parents=[service],
+                                help="fit a head per decision kind on labelled rows; keep those that beat the engine")
+    learn.add_argument("data", nargs="+", help="JSONL files of {question, options, context, label, kind}")
+    learn.add_argument("--folds", type=FOLDS, default=5, help="cross-validation folds for the held-out figures")
+    learn.add_argument("--threshold", type=SHARE, help="for coverage and accuracy (default: [gateway] min_confidence)")
+    learn.add_argument("--report", help="also write the report (Markdown) here, with the learning curve beside it")
+    learn.add_argument("--json", action="store_true", help="print machine-readable results")
+    where = learn.add_mutually_exclusive_group()
+    where.add_argument("--write", action="store_true", help="save the heads for this installation and reload the service")
+    where.add_argument("--ship", action="store_true", help="save the heads into the repository's shipped heads, with the report")
+    learn.set_defaults(func=command("learn"))
+
     evaluate = commands.add_parser("evaluate", parents=[service], help="read-only: is the engine ready to route? READY or NOT READY")
     evaluate.add_argument("--log", help="routing log (default: [routing] log_file)")
     evaluate.add_argument("--threshold", type=SHARE, help="routing threshold (default: [routing] min_confidence)")

@@ -152,7 +152,8 @@ def learning_curve(examples: Sequence[Example], k: int, seed: int = 0) -> list[t
             tested = set(test)
             train = [i for i in range(len(examples)) if i not in tested]
             chosen = [i for i in train if fraction >= 1 or rng.random() < fraction]
-            if len(set(y[chosen].tolist())) < 2:
+            present = Counter(y[chosen].tolist())
+            if len(present) < 2 or min(present.values()) < 2:  # too few to fit (and cross-validate) on
                 continue
             model = _classifier(x[chosen], y[chosen])
             right += float((model.predict(x[test]) == y[test]).sum())

@@ -1,0 +1,65 @@
+"""`learn`: fit a head per decision kind on labelled rows asked live, report, save only when asked."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from . import EXIT_DECISION, EXIT_HEALTH, EXIT_OK, EXIT_START, talk_to_service
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..core.config import install_dir
+    from ..core.heads import LOCAL_HEADS_NAME, SHIPPED_HEADS
+    from ..offline import calibrate as labelled
+    from ..offline import learn as tool
+    from ..service.client import ServiceClient
+
+    try:
+        import sklearn  # noqa: F401
+    except ImportError:
+        print("system1 learn: needs scikit-learn and NumPy: pip install 'system1-gateway[learn]'", file=sys.stderr)
+        return EXIT_START
+    try:
+        rows = [row for path in args.data for row in labelled.load(Path(path))]
+    except labelled.DataError as exc:
+        print(f"system1 learn: {exc}", file=sys.stderr)
+        return EXIT_START
+    if args.ship and not labelled.REPORTS.parent.is_dir():
+        print("system1 learn: --ship writes into a clone of the repository; use --write here", file=sys.stderr)
+        return EXIT_START
+    progress = sys.stderr.isatty() and not args.json
+
+    async def work(service: ServiceClient) -> int:
+        threshold = args.threshold if args.threshold is not None else (await service.capabilities())["min_confidence"]
+        examples, problems = await tool.ask_all(service, rows, progress)
+        if not examples:
+            print(f"system1 learn: no usable rows; {'; '.join(problems[:3])}", file=sys.stderr)
+            return EXIT_DECISION
+        results = tool.learn_all(examples, args.folds, threshold, progress)
+        text = tool.render(results, examples[0], [str(p) for p in args.data], problems, threshold, args.folds)
+        print(json.dumps([r.as_dict() for r in results], indent=2) if args.json else text)
+        heads = [r.fitted for r in results if r.fitted is not None]
+        report_path = Path(args.report) if args.report else None
+        if args.ship:
+            report_path = labelled.REPORTS / f"heads-{examples[0].embedder}-{examples[0].model}.md"
+            tool.merge(SHIPPED_HEADS, heads)
+            print(f"shipped heads written to {SHIPPED_HEADS}", file=sys.stderr)
+        if report_path is not None:
+            report_path.parent.mkdir(parents=True, exist_ok=True)
+            report_path.write_text(text, encoding="utf-8")
+            drawn = tool.curve_plot(results, report_path.with_suffix(".png"))
+            print(f"report written to {report_path}" + ("" if drawn else " (install matplotlib for the curve)"),
+                  file=sys.stderr)
+        if not args.write:
+            return EXIT_OK
+        local = install_dir(os.environ) / LOCAL_HEADS_NAME
+        tool.merge(local, heads)
+        print(f"heads written to {local}; reloading the service", file=sys.stderr)
+        reloaded = await service.reload()
+        return EXIT_OK if reloaded.get("reloaded") else EXIT_HEALTH
+
+    return talk_to_service(args, work)

@@ -1,0 +1,115 @@
+"""`system1 learn DATA.jsonl ...`: ask labelled rows live, fit heads per kind, report.
+
+Each row (the `calibrate` format, plus an optional `kind`) is asked through the gateway service
+twice: as a decision with calibration and heads off (the raw engine's answer, which a head must
+beat) and at `POST /v1/embed` (the `[learning]` embedder's vector of its judged text, and its
+kind). `learning.py` fits and judges; this module asks, renders the report and merges heads
+into a heads file.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..core.heads import Head, HeadsFile
+from ..service.client import GatewayError, ServiceClient
+from .calibrate import Labelled
+from .learning import Example, KindResult, learn
+
+
+def _bar(done: int, total: int, what: str) -> None:
+    filled = int(30 * done / total)
+    end = "\n" if done == total else ""
+    print(f"\r{what} [{'#' * filled}{' ' * (30 - filled)}] {done}/{total}", end=end, file=sys.stderr, flush=True)
+
+
+async def ask_all(service: ServiceClient, rows: list[Labelled], progress: bool) -> tuple[list[Example], list[str]]:
+    """Every row's raw engine answer and embedding; rows that get either wrong are problems."""
+    examples, problems = [], []
+    for index, row in enumerate(rows, 1):
+        request = row.request()
+        reply = await service.decide(request, client="learn", batch=True, calibrate=False)
+        body = reply.envelope
+        try:
+            embedded = await service.embed(request)
+        except GatewayError as exc:
+            problems.append(f"row {index}: no embedding: {exc}")
+        else:
+            if body.get("error") or not body.get("probabilities"):
+                reason = body["error"]["message"] if body.get("error") else "the engine gave no probabilities"
+                problems.append(f"row {index}: {reason}")
+            else:
+                examples.append(Example(embedded["kind"], tuple(row.choices), row.label, embedded["embedding"],
+                                        body["probabilities"], embedded["embedder"], embedded["model"]))
+        if progress:
+            _bar(index, len(rows), "asking")
+    return examples, problems
+
+
+def learn_all(examples: list[Example], folds: int, threshold: float, progress: bool) -> list[KindResult]:
+    return learn(examples, folds, threshold, (lambda d, t: _bar(d, t, "fitting")) if progress else None)
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"
+
+
+def render(results: Sequence[KindResult], first: Example, sources: list[str], problems: list[str],
+           threshold: float, folds: int) -> str:
+    lines = [
+        f"# Learned heads: embedder {first.embedder} {first.model}", "",
+        f"Data: {', '.join(sources)}. Fitted by `system1 learn`. Every figure is held out ({folds}-fold, stratified): "
+        "each row is judged by a head and a temperature fitted on the other folds. A head is enabled only if its "
+        "held-out accuracy beats the raw engine's on the same rows.", "",
+        f"| kind | rows | options | engine accuracy | head accuracy | coverage / accuracy at {threshold:.2f} "
+        "(engine → head) | ECE engine → head | enabled |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        e, h = r.engine, r.head
+        at = (f"{_pct(e['at_threshold']['coverage'])} / {_pct(e['at_threshold']['accuracy'])} → "
+              f"{_pct(h['at_threshold']['coverage'])} / {_pct(h['at_threshold']['accuracy'])}" if h else "-")
+        ece = f"{e['ece']:.3f} → {h['ece']:.3f}" if h else f"{e['ece']:.3f}"
+        lines.append(f"| {r.kind} | {r.rows} | {len(r.options)} | {_pct(e['accuracy'])} | "
+                     f"{_pct(h['accuracy']) if h else '-'} | {at} | {ece} | {'yes' if r.enabled else 'no: ' + (r.why_not or '')} |")
+    if problems:
+        lines += ["", f"{len(problems)} rows were not used: " + "; ".join(problems[:5])]
+    return "\n".join(lines) + "\n"
+
+
+def merge(path: Path, heads: list[Head]) -> None:
+    """Add `heads` to the heads file at `path`, each replacing the head for its kind and embedder."""
+    existing = HeadsFile.model_validate(json.loads(path.read_text(encoding="utf-8"))) if path.exists() else HeadsFile()
+    keys = {(h.kind, h.embedder, h.model) for h in heads}
+    kept = [h for h in existing.heads if (h.kind, h.embedder, h.model) not in keys]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(HeadsFile(heads=kept + heads).model_dump(exclude_none=True)) + "\n", encoding="utf-8")
+
+
+def curve_plot(results: Sequence[KindResult], path: Path) -> bool:
+    """The learning curves (held-out accuracy against rows per option), one line per kind;
+    False when matplotlib is not installed."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    for r in results:
+        if r.curve:
+            ax.plot([x for x, _ in r.curve], [y for _, y in r.curve], marker="o", label=r.kind[:50])
+            ax.axhline(r.engine["accuracy"], linestyle=":", linewidth=1, color=ax.lines[-1].get_color())
+    ax.set_xlabel("training rows per option")
+    ax.set_ylabel("held-out accuracy (dotted: the raw engine)")
+    ax.set_ylim(0, 1)
+    ax.set_title("Learning curves")
+    ax.legend(loc="lower right", fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return True
