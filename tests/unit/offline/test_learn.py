@@ -1,0 +1,95 @@
+"""`system1 learn` against the service: rows asked live, heads gated, written, reloaded and used."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from system1.cli import EXIT_OK, EXIT_START, main
+from system1.core.heads import kind_of
+from system1.providers.mock import MockProvider
+
+from ..service_harness import app_transport, call
+
+QUESTION = "Is this tool call destructive or hard to reverse?"
+CONFIG = '[gateway]\nprovider = "mock"\nmin_confidence = 0.6\n[learning]\nembedder = "mock"\n'
+COMMANDS = {"yes": ["rm -rf build", "git push --force", "dropdb prod", "rm -r ~/old", "git reset --hard"],
+            "no": ["ls -la", "git status", "cat README.md", "pwd", "git log"]}
+
+
+@pytest.fixture(autouse=True)
+def embedding_mock(monkeypatch):
+    """The mock engine (always its first option) with an embedding that knows destructive words."""
+    async def embed(self, state, query, timeout_s):
+        text = json.dumps(state)
+        return "mock-embedder", [1.0 if any(w in text for w in ("rm", "force", "drop", "reset")) else -1.0, 0.5]
+
+    monkeypatch.setattr(MockProvider, "embed", embed, raising=False)
+
+
+@pytest.fixture
+def labelled(tmp_path):
+    rows = [{"question": QUESTION, "context": {"command": f"{command} #{i}"}, "label": label}
+            for i in range(2) for label, commands in COMMANDS.items() for command in commands]
+    path = tmp_path / "destructive.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def learn(transport, tmp_path, monkeypatch, *args):
+    monkeypatch.setenv("SYSTEM1_INSTALL_DIR", str(tmp_path / "state"))
+    return main(["learn", *args], transport=transport)
+
+
+def test_the_gateway_embeds_a_decide_request_and_names_its_kind(tmp_path):
+    transport, _ = app_transport(tmp_path, CONFIG)
+    reply = call(transport, "POST", "/v1/embed", {"question": QUESTION, "context": {"command": "rm -rf /"}}).json()
+    assert reply == {"embedder": "mock", "model": "mock-embedder", "embedding": [1.0, 0.5],
+                     "kind": kind_of(QUESTION, ["yes", "no"], yes_no=True)}
+    bad = call(transport, "POST", "/v1/embed", {"question": ""})
+    assert bad.status_code == 400 and "question" in bad.json()["error"]["message"]
+
+
+def test_an_embedder_that_fails_is_a_502_naming_it(tmp_path, monkeypatch):
+    monkeypatch.delattr(MockProvider, "embed")
+    transport, _ = app_transport(tmp_path, CONFIG)
+    reply = call(transport, "POST", "/v1/embed", {"question": QUESTION})
+    assert reply.status_code == 502 and "mock has no embeddings" in reply.json()["error"]["message"]
+
+
+def test_learn_write_saves_a_head_that_beats_the_engine_and_the_service_then_decides_with_it(
+        tmp_path, labelled, monkeypatch, capsys):
+    transport, _ = app_transport(tmp_path, CONFIG)
+    unseen = {"question": QUESTION, "context": {"command": "git clean -fdx && rm -rf ."}}
+    before = call(transport, "POST", "/v1/decide", unseen).json()
+    assert before["decision"] == "yes" and "learned head" not in before["rationale"]
+    assert learn(transport, tmp_path, monkeypatch, str(labelled), "--folds", "4", "--write") == EXIT_OK
+    report = capsys.readouterr().out
+    assert "| yes |" in report and "engine accuracy" in report
+    [head] = json.loads((tmp_path / "state" / "heads.json").read_text())["heads"]
+    assert head["model"] == "mock-embedder" and head["n"] == 20 and head["accuracy"] > head["engine_accuracy"]
+    safe = call(transport, "POST", "/v1/decide", {"question": QUESTION, "context": {"command": "ls -la /tmp"}}).json()
+    assert safe["decision"] == "no" and "learned head" in safe["rationale"] and safe["calibrated"] is True
+
+
+def test_without_write_nothing_is_written_and_a_losing_head_is_reported_off(tmp_path, monkeypatch, capsys):
+    async def useless(self, state, query, timeout_s):
+        return "mock-embedder", [0.0, 0.0]
+
+    monkeypatch.setattr(MockProvider, "embed", useless, raising=False)
+    rows = [{"question": "Ship it?", "context": {"n": str(i)}, "label": "yes" if i % 5 else "no"} for i in range(40)]
+    path = tmp_path / "d.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    transport, _ = app_transport(tmp_path, CONFIG)
+    assert learn(transport, tmp_path, monkeypatch, str(path), "--json") == EXIT_OK
+    [result] = json.loads(capsys.readouterr().out)
+    assert result["enabled"] is False and "does not beat the engine" in result["why_not"]
+    assert not (tmp_path / "state" / "heads.json").exists()
+
+
+def test_a_bad_kind_in_the_data_stops_learn_naming_the_line(tmp_path, capsys):
+    path = tmp_path / "d.jsonl"
+    path.write_text(json.dumps({"question": "q", "label": "yes", "kind": "has space"}) + "\n")
+    assert main(["learn", str(path)]) == EXIT_START
+    assert f"{path}:1: 'kind' must be" in capsys.readouterr().err
