@@ -317,3 +317,34 @@ async def test_the_gateways_adapter_embeds_what_the_engine_judges(minilm):
                   "questions": {"q": {"type": "noul", "instructions": "Is this destructive?"}}})).json()
     assert model == "all-MiniLM-L6-v2" and len(vector) == 384
     assert np.allclose(vector, judged["answers"]["q"]["embedding"], atol=1e-6)
+
+
+async def test_when_the_embedder_answers_one_pass_serves_the_head_and_the_answer(minilm, tmp_path):
+    from system1.core.gateway import Gateway
+    from system1.core.heads import Head, Heads, kind_of
+    from system1.providers.systemone import SystemOneOptions, SystemOneProvider
+
+    from ..helpers import config_in
+
+    paths: list[str] = []
+
+    class Recording(httpx.ASGITransport):
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            paths.append(request.url.path)
+            return await super().handle_async_request(request)
+
+    question = "Is this tool call destructive or hard to reverse?"
+    app = create_app(minilm, PORT)
+    async with httpx.AsyncClient(transport=Recording(app=app), base_url=f"http://127.0.0.1:{PORT}") as client:
+        provider = SystemOneProvider(SystemOneOptions(endpoint=f"http://127.0.0.1:{PORT}"), client)
+        # "yes" on the side of `rm -rf /` of the plane halfway between it and `ls`.
+        destructive, harmless = minilm.embed(question, [{"command": "rm -rf /"}, {"command": "ls"}])
+        direction, middle = destructive - harmless, (destructive + harmless) / 2
+        head = Head(kind=kind_of(question, ["yes", "no"], yes_no=True), embedder="systemone",
+                    model="all-MiniLM-L6-v2", options=["yes", "no"], weights=[[float(x) * 40 for x in direction],
+                    [0.0] * 384], bias=[-40.0 * float(direction @ middle), 0.0])
+        config = config_in(tmp_path, '[gateway]\nprovider = "systemone"\nmin_confidence = 0.6\n')
+        gateway = Gateway(config, providers={"systemone": provider}, heads=Heads([head]))
+        decision = await gateway.decide({"question": question, "context": {"command": "rm -rf /"}})
+    assert decision.calibration == "head" and decision.decision == "yes"
+    assert paths == ["/v1/systemone"]  # no separate /v1/embed call

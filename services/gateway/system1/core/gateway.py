@@ -14,6 +14,7 @@ import json
 import logging
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -161,11 +162,15 @@ class Gateway:
         if refusal:
             return [Decision.failed(ErrorCode.INVALID_REQUEST, refusal, request_id) for _ in queries]
         started = asyncio.get_running_loop().time()
+        if calibrate and self.embedder is not None and self.embedder.name in self.chain.names:
+            # Where the embedder may be the one answering, one pass can carry the embedding too.
+            queries = [replace(q, embed=True) if self._heads_for(q) else q for q in queries]
         answer = await self.chain.ask(state, queries, client, priority, budget_s, work)
         if answer.answers is None or answer.provider is None:
             return [self._failed(request_id, answer) for _ in queries]
         remaining = None if budget_s is None else budget_s - (asyncio.get_running_loop().time() - started)
-        learned = await self._learned(state, queries, answer.answers, remaining) if calibrate else [None] * len(queries)
+        learned = (await self._learned(state, queries, answer.provider, answer.answers, remaining) if calibrate
+                   else [None] * len(queries))
         fits = [self._fit(answer.provider, reply, query, state) if calibrate and not head else None
                 for reply, query, head in zip(answer.answers, queries, learned)]
         remaining = None if budget_s is None else budget_s - (asyncio.get_running_loop().time() - started)
@@ -192,27 +197,38 @@ class Gateway:
         return {"embedder": self.embedder.name, "model": model, "embedding": vector,
                 "kind": kind_of(query.question, query.choices, query.kind, query.yes_no)}
 
+    def _heads_for(self, query: Query) -> list[Head]:
+        if self.embedder is None:
+            return []
+        return self.heads.candidates(kind_of(query.question, query.choices, query.kind, query.yes_no),
+                                     self.embedder.name, query.choices)
+
     async def _learned(
-        self, state: Any, queries: list[Query], replies: list[EngineAnswer], budget_s: float | None,
+        self, state: Any, queries: list[Query], name: str, replies: list[EngineAnswer], budget_s: float | None,
     ) -> list[tuple[Head, dict[str, float]] | None]:
         """For each query whose kind has a learned head: that head and its probabilities, when the
-        embedder answers in time with a vector for the head's model; else None (the engine's
-        answer stands, never worse than without heads)."""
+        embedding came with the answer (the embedder answered) or the embedder gives it in time,
+        for the head's model; else None (the engine's answer stands, never worse than without)."""
         found: list[tuple[Head, dict[str, float]] | None] = [None] * len(queries)
         if self.embedder is None:
             return found
-        timeout_s = self.config.settings.gateway.timeout_s if budget_s is None else min(budget_s,
-                                                                                      self.config.settings.gateway.timeout_s)
+        timeout_s = self.config.settings.gateway.timeout_s
+        if budget_s is not None:
+            timeout_s = min(timeout_s, budget_s)
         for index, (query, reply) in enumerate(zip(queries, replies)):
-            heads = self.heads.candidates(kind_of(query.question, query.choices, query.kind, query.yes_no),
-                                          self.embedder.name, query.choices)
-            if not heads or reply.abstain or timeout_s <= 0:
+            heads = self._heads_for(query)
+            if not heads or reply.abstain:
                 continue
-            try:
-                model, vector = await asyncio.wait_for(self.embedder.embed(state, query, timeout_s), timeout_s)
-            except Exception as exc:  # the embedder failing leaves the engine's answer as it is
-                logger.warning("embedder %s failed, the engine's answer stands: %s", self.embedder.name, exc)
+            if name == self.embedder.name and reply.embedding is not None:
+                model, vector = reply.model, reply.embedding
+            elif timeout_s <= 0:
                 continue
+            else:
+                try:
+                    model, vector = await asyncio.wait_for(self.embedder.embed(state, query, timeout_s), timeout_s)
+                except Exception as exc:  # the embedder failing leaves the engine's answer as it is
+                    logger.warning("embedder %s failed, the engine's answer stands: %s", self.embedder.name, exc)
+                    continue
             head = next((h for h in heads if h.model == model), None)
             probabilities = head.probabilities(vector) if head else None
             if head is not None and probabilities is not None:

@@ -69,6 +69,8 @@ class Query:
     yes_no: bool = False
     #: The decision kind the request named (see `core.heads`), if any.
     kind: str | None = None
+    #: Ask for the judged text's embedding in the same pass (engines that can give it).
+    embed: bool = False
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,8 @@ class EngineAnswer:
     rationale: str | None = None
     model: str = ""
     abstain: bool = False
+    #: The judged text's embedding, from engines asked for it in the same pass (`Query.embed`).
+    embedding: list[float] | None = None
 
     @classmethod
     def abstained(cls, rationale: str, model: str = "") -> EngineAnswer:

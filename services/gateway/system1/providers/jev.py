@@ -154,8 +154,13 @@ class JevProvider(Provider):
         return results
 
     # -- contract ----------------------------------------------------------------------------
+    def extra_body(self, queries: list[Query]) -> dict[str, Any]:
+        """Further request fields this engine takes (none by default)."""
+        return {}
+
     async def decide_many(self, state: Any, queries: list[Query], timeout_s: float) -> list[EngineAnswer]:
-        body = {**self.model_field(), "state": state_of(state, queries), "questions": self.questions(queries)}
+        body = {**self.model_field(), "state": state_of(state, queries), "questions": self.questions(queries),
+                **self.extra_body(queries)}
         reply = await self.engine.request("POST", "/v1/systemone", timeout_s, body, self.headers(timeout_s))
         return self.read_reply(reply, queries)
 
@@ -167,6 +172,7 @@ class JevProvider(Provider):
             **self.model_field(),
             "states": [state_of(state, queries) for state in states],
             "questions": self.questions(queries),
+            **self.extra_body(queries),
         }
         reply = await self.engine.request("POST", "/v1/systemone/batch", timeout_s, body, self.headers(timeout_s))
         results = reply.get("results") if isinstance(reply, dict) else None

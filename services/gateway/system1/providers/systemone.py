@@ -11,12 +11,22 @@ takes `POST /v1/systemone/batch` (serve.py and Laya do, llama-server does not). 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from pydantic import Field
 
-from .base import Capabilities, HealthProbe, MalformedResponse, Query, check_option_limit
+from .base import Capabilities, EngineAnswer, HealthProbe, MalformedResponse, Query, check_option_limit
 from .jev import JevOptions, JevProvider, state_of
+
+
+def finite_vector(value: Any) -> list[float] | None:
+    """`value` as a list of finite floats, or None when it is not one."""
+    if not isinstance(value, list) or not value:
+        return None
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in value):
+        return None
+    return [float(x) for x in value]
 
 
 class SystemOneOptions(JevOptions):
@@ -37,17 +47,25 @@ class SystemOneProvider(JevProvider):
     def check(self, query: Query) -> None:
         check_option_limit(query, self.options.max_options, self.name)
 
+    def extra_body(self, queries: list[Query]) -> dict[str, Any]:
+        # serve.py returns each answer's embedding with `embed`; other servers are never asked.
+        return {"embed": True} if any(q.embed for q in queries) else {}
+
+    def read_answer(self, answer: Any, query: Query, model: str, where: str) -> EngineAnswer:
+        read = super().read_answer(answer, query, model, where)
+        vector = answer.get("embedding") if query.embed and isinstance(answer, dict) else None
+        return replace(read, embedding=finite_vector(vector)) if vector is not None else read
+
     async def embed(self, state: Any, query: Query, timeout_s: float) -> tuple[str, list[float]]:
         """`POST /v1/embed` (serve.py): the vector of the text the engine judges for `query`."""
         body = {"instructions": query.question, "states": [state_of(state, [query])]}
         reply = await self.engine.request("POST", "/v1/embed", timeout_s, body, self.headers(timeout_s))
         vectors = reply.get("embeddings") if isinstance(reply, dict) else None
-        if (not isinstance(vectors, list) or len(vectors) != 1 or not isinstance(vectors[0], list)
-                or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-                           for x in vectors[0])):
+        vector = finite_vector(vectors[0]) if isinstance(vectors, list) and len(vectors) == 1 else None
+        if vector is None:
             raise MalformedResponse(f"{self.name}: embed reply has no finite vector", provider=self.name,
                                     url=self.engine.where)
-        return str(reply.get("model") or self.model_id), [float(x) for x in vectors[0]]
+        return str(reply.get("model") or self.model_id), vector
 
     def read_health(self, body: Any) -> HealthProbe:
         probe = super().read_health(body)
