@@ -161,3 +161,15 @@ def test_a_fresh_stack_answers_the_seed_questions_calibrated(stack, http):
     assert body["calibrated"] is True and body["provider"] == "systemone"
     fits = http.get("/v1/capabilities").json()["calibration"]
     assert any(source["source"] == "shipped" and source["fits"] for source in fits)
+
+
+@pytest.mark.parametrize(("command", "destructive"), [("rm -rf /", "yes"), ("git clean -fdx", "yes"), ("ls -la", "no")])
+def test_the_default_stack_judges_commands_no_training_row_holds_with_the_shipped_head(stack, http, command, destructive):
+    import json
+
+    seeds = (ROOT / "calibration" / "yes-no-seed.jsonl").read_text().splitlines()
+    assert all(json.loads(line)["context"]["command"] != command for line in seeds)
+    body = http.post("/v1/decide", json={"question": "Is this tool call destructive or hard to reverse?",
+                                         "context": {"tool": "Bash", "command": command}}).json()
+    assert body["status"] == "decided" and body["decision"] == destructive
+    assert "learned head" in body["rationale"]

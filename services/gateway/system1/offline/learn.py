@@ -73,7 +73,8 @@ def render(results: Sequence[KindResult], first: Example, sources: list[str], pr
         at = (f"{_pct(e['at_threshold']['coverage'])} / {_pct(e['at_threshold']['accuracy'])} → "
               f"{_pct(h['at_threshold']['coverage'])} / {_pct(h['at_threshold']['accuracy'])}" if h else "-")
         ece = f"{e['ece']:.3f} → {h['ece']:.3f}" if h else f"{e['ece']:.3f}"
-        lines.append(f"| {r.kind} | {r.rows} | {len(r.options)} | {_pct(e['accuracy'])} | "
+        kind = (r.kind if len(r.kind) <= 70 else r.kind[:69] + "…").replace("|", "\\|")
+        lines.append(f"| {kind} | {r.rows} | {len(r.options)} | {_pct(e['accuracy'])} | "
                      f"{_pct(h['accuracy']) if h else '-'} | {at} | {ece} | {'yes' if r.enabled else 'no: ' + (r.why_not or '')} |")
     if problems:
         lines += ["", f"{len(problems)} rows were not used: " + "; ".join(problems[:5])]
