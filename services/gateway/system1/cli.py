@@ -78,7 +78,8 @@ def parser() -> argparse.ArgumentParser:
 
     learn = commands.add_parser("learn", parents=[service],
                                 help="fit a head per decision kind on labelled rows; keep those that beat the engine")
-    learn.add_argument("data", nargs="+", help="JSONL files of {question, options, context, label, kind}")
+    learn.add_argument("data", nargs="*", help="JSONL files of {question, options, context, label, kind}")
+    learn.add_argument("--from-store", action="store_true", help="also the decisions labelled through feedback")
     learn.add_argument("--folds", type=FOLDS, default=5, help="cross-validation folds for the held-out figures")
     learn.add_argument("--threshold", type=SHARE, help="for coverage and accuracy (default: [gateway] min_confidence)")
     learn.add_argument("--report", help="also write the report (Markdown) here, with the learning curve beside it")
@@ -87,6 +88,11 @@ def parser() -> argparse.ArgumentParser:
     where.add_argument("--write", action="store_true", help="save the heads for this installation and reload the service")
     where.add_argument("--ship", action="store_true", help="save the heads into the repository's shipped heads, with the report")
     learn.set_defaults(func=command("learn"))
+
+    feedback = commands.add_parser("feedback", parents=[service], help="label a decision the gateway remembered")
+    feedback.add_argument("request_id", help="the decision's request_id")
+    feedback.add_argument("label", help="the right answer: one of its options (yes or no without options)")
+    feedback.set_defaults(func=command("learn", "feedback"))
 
     evaluate = commands.add_parser("evaluate", parents=[service], help="read-only: is the engine ready to route? READY or NOT READY")
     evaluate.add_argument("--log", help="routing log (default: [routing] log_file)")

@@ -105,3 +105,48 @@ def test_the_report_keeps_an_option_set_kind_inside_its_table_cell():
     first = Example(kind, result.options, "option number 0", [0.0], {}, "systemone", "minilm")
     row = next(line for line in render([result], first, ["d.jsonl"], [], 0.6, 5).splitlines() if "option number" in line)
     assert row.replace("\\|", "").count("|") == 9 and len(row) < 300
+
+
+COLLECTING = CONFIG + 'collect_kinds = ["destructive"]\nstore_max_decisions = 100\n'
+
+
+def test_feedback_labels_a_remembered_decision_and_learn_reads_it_from_the_store(tmp_path, monkeypatch, capsys):
+    transport, _ = app_transport(tmp_path, COLLECTING)
+    ids = {}
+    for label, commands in COMMANDS.items():
+        for i, command in enumerate(commands * 2):
+            request = {"question": QUESTION, "kind": "destructive", "context": {"command": f"{command} {i}"}}
+            ids[call(transport, "POST", "/v1/decide", request).json()["request_id"]] = label
+    private = call(transport, "POST", "/v1/decide", {"question": QUESTION, "context": {"command": "secret"}}).json()
+    for request_id, label in ids.items():
+        monkeypatch.setenv("SYSTEM1_INSTALL_DIR", str(tmp_path / "state"))
+        assert main(["feedback", request_id, label], transport=transport) == EXIT_OK
+    assert "labelled" in capsys.readouterr().out
+    unknown = call(transport, "POST", "/v1/feedback", {"request_id": private["request_id"], "label": "no"})
+    assert unknown.status_code == 400 and "not collected, or forgotten" in unknown.json()["error"]["message"]
+    wrong = call(transport, "POST", "/v1/feedback", {"request_id": next(iter(ids)), "label": "maybe"})
+    assert wrong.status_code == 400 and "not among the decision's options" in wrong.json()["error"]["message"]
+    rows = call(transport, "GET", "/v1/feedback").json()
+    assert len(rows) == 20 and rows[0]["kind"] == "destructive" and "secret" not in json.dumps(rows)
+    assert learn(transport, tmp_path, monkeypatch, "--from-store", "--folds", "4", "--write") == EXIT_OK
+    [head] = json.loads((tmp_path / "state" / "heads.json").read_text())["heads"]
+    assert head["kind"] == "destructive" and head["n"] == 20
+
+
+def test_feedback_without_collection_is_a_409_saying_how_to_turn_it_on(tmp_path):
+    transport, _ = app_transport(tmp_path, CONFIG)
+    reply = call(transport, "POST", "/v1/feedback", {"request_id": "x", "label": "yes"})
+    assert reply.status_code == 409 and "collect" in reply.json()["error"]["message"]
+    assert call(transport, "GET", "/v1/feedback").json() == []
+
+
+def test_the_label_store_keeps_only_the_newest_decisions(tmp_path):
+    from system1.core.labels import LabelStore, UnknownDecision
+
+    store = LabelStore(tmp_path / "labels.sqlite3", max_decisions=3)
+    for i in range(5):
+        store.remember(f"r{i}", None, "q?", None, {"n": i}, "yes")
+    with pytest.raises(UnknownDecision):
+        store.label("r0", "yes", "test")
+    assert store.label("r4", "no", "test") == {"request_id": "r4", "label": "no"}
+    assert store.labelled() == [{"question": "q?", "label": "no", "context": {"n": 4}}]

@@ -23,6 +23,9 @@ def run(args: argparse.Namespace) -> int:
     except ImportError:
         print("system1 learn: needs scikit-learn and NumPy: pip install 'system1-gateway[learn]'", file=sys.stderr)
         return EXIT_START
+    if not args.data and not args.from_store:
+        print("system1 learn: give labelled JSONL files, --from-store, or both", file=sys.stderr)
+        return EXIT_START
     try:
         rows = [row for path in args.data for row in labelled.load(Path(path))]
     except labelled.DataError as exc:
@@ -34,13 +37,24 @@ def run(args: argparse.Namespace) -> int:
     progress = sys.stderr.isatty() and not args.json
 
     async def work(service: ServiceClient) -> int:
+        if args.from_store:
+            try:
+                stored = labelled.parse_rows(await service.labelled(), "the label store")
+            except labelled.DataError as exc:
+                print(f"system1 learn: {exc}", file=sys.stderr)
+                return EXIT_START
+            rows.extend(stored)
+        if not rows:
+            print("system1 learn: no labelled rows", file=sys.stderr)
+            return EXIT_DECISION
         threshold = args.threshold if args.threshold is not None else (await service.capabilities())["min_confidence"]
         examples, problems = await tool.ask_all(service, rows, progress)
         if not examples:
             print(f"system1 learn: no usable rows; {'; '.join(problems[:3])}", file=sys.stderr)
             return EXIT_DECISION
         results = tool.learn_all(examples, args.folds, threshold, progress)
-        text = tool.render(results, examples[0], [str(p) for p in args.data], problems, threshold, args.folds)
+        sources = [str(p) for p in args.data] + (["the label store"] if args.from_store else [])
+        text = tool.render(results, examples[0], sources, problems, threshold, args.folds)
         print(json.dumps([r.as_dict() for r in results], indent=2) if args.json else text)
         heads = [r.fitted for r in results if r.fitted is not None]
         report_path = Path(args.report) if args.report else None
@@ -61,5 +75,17 @@ def run(args: argparse.Namespace) -> int:
         print(f"heads written to {local}; reloading the service", file=sys.stderr)
         reloaded = await service.reload()
         return EXIT_OK if reloaded.get("reloaded") else EXIT_HEALTH
+
+    return talk_to_service(args, work)
+
+
+def feedback(args: argparse.Namespace) -> int:
+    """`system1 feedback REQUEST_ID LABEL`: label a decision the gateway remembered."""
+    from ..service.client import ServiceClient
+
+    async def work(service: ServiceClient) -> int:
+        answer = await service.feedback(args.request_id, args.label)
+        print(f"labelled {answer['request_id']}: {answer['label']}")
+        return EXIT_OK
 
     return talk_to_service(args, work)

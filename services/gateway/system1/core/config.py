@@ -68,6 +68,10 @@ class LearningSettings(_Section):
 
     enabled: bool = True
     embedder: str = "systemone"
+    #: Remember decisions so they can be labelled (`POST /v1/feedback`): every kind, or these kinds.
+    collect: bool = False
+    collect_kinds: list[str] = Field(default_factory=list)
+    store_max_decisions: int = Field(default=10_000, ge=100, le=1_000_000)
 
 
 class ServiceSettings(_Section):

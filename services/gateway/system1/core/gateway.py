@@ -25,6 +25,7 @@ from .chain import Chain, ChainAnswer, ms
 from .config import LoadedConfig
 from .events import Observer
 from .heads import LOCAL_HEADS_NAME, Head, Heads, kind_of
+from .labels import STORE_NAME, LabelStore, UnknownDecision
 from .health import HealthMonitor
 from .lanes import INTERACTIVE, Lane
 from .logs import log_decision, request_id_var
@@ -37,6 +38,10 @@ logger = logging.getLogger(__name__)
 
 class EmbedderUnavailable(Exception):
     """No embedder is configured, or it failed or did not answer in time."""
+
+
+class LabelsOff(Exception):
+    """Feedback came, but this gateway remembers no decisions to label."""
 
 PAUSE_FILE = "paused"
 # What the rationale says about calibration, by the kind of fit that applied.
@@ -80,6 +85,8 @@ class Gateway:
         self.heads = heads or Heads.load(config.install_dir / LOCAL_HEADS_NAME)
         learning = config.settings.learning
         self.embedder = self.providers.get(learning.embedder) if learning.enabled else None
+        collecting = learning.collect or bool(learning.collect_kinds)
+        self.labels = LabelStore(config.install_dir / STORE_NAME, learning.store_max_decisions) if collecting else None
 
     def _build_providers(self) -> None:
         settings = self.config.settings
@@ -104,7 +111,14 @@ class Gateway:
         limit = provider.capabilities().max_options if provider else None
         return MAX_OPTIONS if limit is None else min(limit, MAX_OPTIONS)
 
+    def _collects(self, query: Query) -> bool:
+        learning = self.config.settings.learning
+        kinds = {query.kind, kind_of(query.question, query.choices, None, query.yes_no)}
+        return learning.collect or bool(kinds & set(learning.collect_kinds))
+
     async def aclose(self) -> None:
+        if self.labels is not None:
+            self.labels.close()
         await asyncio.gather(*(lane.aclose() for lane in self.lanes.values()), return_exceptions=True)
         await asyncio.gather(*(p.aclose() for p in self.providers.values()), return_exceptions=True)
 
@@ -129,6 +143,9 @@ class Gateway:
                     threshold = self.config.settings.gateway.min_confidence
                 [decision] = await self.decide_many(request.context, [query], client, priority, threshold=threshold,
                                                     calibrate=calibrate, request_id=request_id_var.get())
+                if decision.provider is not None and self.labels is not None and self._collects(query):
+                    self.labels.remember(decision.request_id, request.kind, request.question, request.options,
+                                         request.context, decision.decision)
             finally:
                 request_id_var.reset(token)
         decision.latency_ms = ms(time.perf_counter() - started)
@@ -179,6 +196,29 @@ class Gateway:
         return [self._conclude(request_id, answer.attempts, answer.provider, reply, threshold, calibrate, fit, baseline,
                                head)
                 for reply, fit, baseline, head in zip(answer.answers, fits, baselines, learned)]
+
+    def feedback(self, payload: Any, source: str) -> dict[str, Any]:
+        """Label a remembered decision: `RequestError` for a bad body, an unknown request id or a
+        label that is not among its options; `LabelsOff` when nothing is collected."""
+        if self.labels is None:
+            raise LabelsOff("no decisions are remembered: set [learning] collect or collect_kinds")
+        if not isinstance(payload, dict) or set(payload) - {"request_id", "label"}:
+            raise RequestError("feedback: the body must be {\"request_id\", \"label\"}")
+        request_id, label = payload.get("request_id"), payload.get("label")
+        if not isinstance(request_id, str) or not request_id.strip():
+            raise RequestError("request_id: must be a non-empty string")
+        if not isinstance(label, str) or not label.strip():
+            raise RequestError("label: must be a non-empty string")
+        try:
+            return self.labels.label(request_id, label, source)
+        except UnknownDecision:
+            raise RequestError(f"request_id: no remembered decision {request_id!r} (not collected, or forgotten)") from None
+        except ValueError as exc:
+            raise RequestError(f"label: {exc}") from None
+
+    def labelled(self) -> list[dict[str, Any]]:
+        """The labelled decisions, as `learn` rows."""
+        return self.labels.labelled() if self.labels is not None else []
 
     async def embed(self, payload: Any) -> dict[str, Any]:
         """For `system1 learn`: the embedder's vector of a decide request's judged text, with its

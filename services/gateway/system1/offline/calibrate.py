@@ -69,6 +69,33 @@ class Labelled:
         return body
 
 
+def row_of(raw: Any, where: str) -> Labelled:
+    """One labelled row, checked; `DataError` naming `where` and what is wrong."""
+    if not isinstance(raw, dict):
+        raise DataError(f"{where}: a row must be a JSON object")
+    question, options, context, label = (raw.get(k) for k in ("question", "options", "context", "label"))
+    if not isinstance(question, str) or not question.strip():
+        raise DataError(f"{where}: 'question' must be a non-empty string")
+    if options is not None and (not isinstance(options, list) or not all(isinstance(o, str) for o in options)):
+        raise DataError(f"{where}: 'options' must be a list of strings")
+    if context is not None and not isinstance(context, dict):
+        raise DataError(f"{where}: 'context' must be an object")
+    if "label" not in raw:
+        raise DataError(f"{where}: the row has no 'label'")
+    kind = raw.get("kind")
+    if kind is not None and (not isinstance(kind, str) or not re.fullmatch(KIND_PATTERN, kind)):
+        raise DataError(f"{where}: 'kind' must be a string of letters, digits, '.', '_', '-' or '/'")
+    row = Labelled(question, options, context, label, kind)
+    if not isinstance(label, str) or label not in row.choices:
+        raise DataError(f"{where}: label {label!r} is not among the options {row.choices}")
+    return row
+
+
+def parse_rows(raws: list[Any], source: str) -> list[Labelled]:
+    """Rows that came as JSON values (the label store's), checked like a file's."""
+    return [row_of(raw, f"{source} row {number}") for number, raw in enumerate(raws, 1)]
+
+
 def load(path: Path) -> list[Labelled]:
     """Labelled rows from a JSONL file (`-` for standard input)."""
     try:
@@ -79,29 +106,11 @@ def load(path: Path) -> list[Labelled]:
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
-        where = f"{path}:{number}"
         try:
             raw = json.loads(line)
         except ValueError as exc:
-            raise DataError(f"{where}: not JSON ({exc.msg})") from exc
-        if not isinstance(raw, dict):
-            raise DataError(f"{where}: a row must be a JSON object")
-        question, options, context, label = (raw.get(k) for k in ("question", "options", "context", "label"))
-        if not isinstance(question, str) or not question.strip():
-            raise DataError(f"{where}: 'question' must be a non-empty string")
-        if options is not None and (not isinstance(options, list) or not all(isinstance(o, str) for o in options)):
-            raise DataError(f"{where}: 'options' must be a list of strings")
-        if context is not None and not isinstance(context, dict):
-            raise DataError(f"{where}: 'context' must be an object")
-        if "label" not in raw:
-            raise DataError(f"{where}: the row has no 'label'")
-        kind = raw.get("kind")
-        if kind is not None and (not isinstance(kind, str) or not re.fullmatch(KIND_PATTERN, kind)):
-            raise DataError(f"{where}: 'kind' must be a string of letters, digits, '.', '_', '-' or '/'")
-        row = Labelled(question, options, context, label, kind)
-        if not isinstance(label, str) or label not in row.choices:
-            raise DataError(f"{where}: label {label!r} is not among the options {row.choices}")
-        rows.append(row)
+            raise DataError(f"{path}:{number}: not JSON ({exc.msg})") from exc
+        rows.append(row_of(raw, f"{path}:{number}"))
     if not rows:
         raise DataError(f"{path}: no labelled rows")
     return rows

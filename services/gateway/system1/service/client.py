@@ -97,6 +97,22 @@ class ServiceClient:
         response = await self._send("POST", "/v1/decide", json=request, headers=sent)
         return DecideReply(self._body(response), response.headers.get(headers.MODEL), response.status_code)
 
+    async def feedback(self, request_id: str, label: str) -> dict[str, Any]:
+        """Label a decision the gateway remembered."""
+        return self._ok(await self._send("POST", "/v1/feedback", json={"request_id": request_id, "label": label}))
+
+    async def labelled(self) -> list[dict[str, Any]]:
+        """The labelled decisions the gateway remembers, as `learn` rows."""
+        response = await self._send("GET", "/v1/feedback")
+        try:
+            body = response.json() if response.status_code == 200 else None
+        except ValueError:
+            body = None
+        if not isinstance(body, list):
+            raise GatewayError(self.url, f"answered HTTP {response.status_code} without a list of rows",
+                               status=response.status_code)
+        return body
+
     async def embed(self, request: dict[str, Any]) -> dict[str, Any]:
         """`{"embedder", "model", "embedding", "kind"}` for a decide request's judged text."""
         return self._ok(await self._send("POST", "/v1/embed", json=request))

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
-from ..core.gateway import EmbedderUnavailable
+from ..core.gateway import EmbedderUnavailable, LabelsOff
 from ..core.result import Decision
 from ..core.schema import MAX_JSON_DEPTH, DecideResponse, ErrorCode, RequestError, json_schemas
 from ..routing.hook import RouteEvent, parse_event
@@ -132,6 +132,26 @@ async def embed(request: Request, service: ServiceDep) -> JSONResponse:
         return JSONResponse(await service.embed(payload))
     except EmbedderUnavailable as exc:
         return JSONResponse(Decision.failed(ErrorCode.PROVIDER_ERROR, str(exc)).envelope_json(), status_code=502)
+
+
+@router.post("/v1/feedback", responses=BAD_REQUEST | NOT_JSON | {409: _described("no decisions are remembered")},
+             openapi_extra={"requestBody": {"required": True, "content": {"application/json": {"schema": {
+                 "type": "object", "additionalProperties": False, "required": ["request_id", "label"],
+                 "properties": {"request_id": {"type": "string", "minLength": 1},
+                                "label": {"type": "string", "minLength": 1}}}}}}})
+async def feedback(request: Request, service: ServiceDep) -> JSONResponse:
+    """Label a decision this gateway remembered (`[learning] collect`), for `system1 learn --from-store`."""
+    payload = await read_json(request)
+    try:
+        return JSONResponse(await service.feedback(payload, request.state.system1_client))
+    except LabelsOff as exc:
+        return JSONResponse(Decision.failed(ErrorCode.CONFIG_ERROR, str(exc)).envelope_json(), status_code=409)
+
+
+@router.get("/v1/feedback")
+async def labelled(service: ServiceDep) -> list[dict[str, Any]]:
+    """The labelled decisions, as `learn` rows (question, options, context, label, kind)."""
+    return await service.labelled()
 
 
 @router.post("/v1/route", responses=BAD_REQUEST | NOT_JSON,

@@ -162,6 +162,15 @@ class Service:
             self.request_log.record(decision, client, payload)
         return decision
 
+    async def feedback(self, payload: Any, client: str) -> dict[str, Any]:
+        """Label a remembered decision (the client is recorded as the label's source)."""
+        async with self._use() as gateway:
+            return gateway.feedback(payload, client)
+
+    async def labelled(self) -> list[dict[str, Any]]:
+        async with self._use() as gateway:
+            return gateway.labelled()
+
     async def embed(self, payload: Any) -> dict[str, Any]:
         """The embedder's vector of a request's judged text (for `system1 learn`)."""
         async with self._use() as gateway:
