@@ -143,3 +143,16 @@ def test_a_head_with_mismatched_shapes_is_refused():
     with pytest.raises(ValueError, match="one weight row and one bias per option"):
         Head(kind="k", embedder="e", model="m", options=["a", "b"], weights=[[1.0]], bias=[0.0, 0.0])
     assert DESTRUCTIVE.probabilities([1.0, 0.0, 0.0]) is None  # an embedding of another size
+
+
+async def test_the_routing_hooks_features_use_a_head_for_their_question(tmp_path):
+    from system1.routing.features import FEATURES
+
+    design = DESTRUCTIVE.model_copy(update={"kind": kind_of(FEATURES["design"], ["yes", "no"], yes_no=True)})
+    g = with_heads(tmp_path, Embedding(), design)
+    from system1.routing.hook import RoutingHook
+
+    hook = RoutingHook(g, None)  # type: ignore[arg-type]  # features() never logs
+    features = await hook.features("rm the old design and plan a new one", "local", 5.0)
+    assert features["design"]["answer"] == "yes" and features["design"]["calibrated"] is True
+    assert features["review"]["answer"] == "no"  # no head: the engine's answer
