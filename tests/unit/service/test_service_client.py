@@ -86,5 +86,5 @@ def test_keys_add_reloads_the_service_so_the_key_works_at_once(tmp_path, monkeyp
     assert main(["keys", "add", "dana"], transport=transport) == EXIT_OK
     out = capsys.readouterr().out.splitlines()
     key = out[1]
-    assert out[2] == "reloaded the config and calibration fits" and service.keys.identify(key) == "dana"
+    assert out[2] == "reloaded the config, calibration fits and learned heads" and service.keys.identify(key) == "dana"
     assert key not in keys.read_text()  # only its hash

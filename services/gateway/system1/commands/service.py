@@ -63,7 +63,7 @@ def serve(args: argparse.Namespace) -> int:
 async def _reload(service: ServiceClient) -> int:
     body = await service.reload()
     if body.get("reloaded"):
-        print("reloaded the config and calibration fits")
+        print("reloaded the config, calibration fits and learned heads")
         return EXIT_OK
     print("reload refused, the running config stays:", *body.get("errors", [body]), sep="\n  ", file=sys.stderr)
     return EXIT_HEALTH

@@ -138,7 +138,7 @@ class Service:
         self.reload_errors = []
         self._configure_edges(config)
         await old.close_when_idle()
-        logger.info("config and calibration fits reloaded from %s", config.path or "defaults")
+        logger.info("config, calibration fits and learned heads reloaded from %s", config.path or "defaults")
         return {"reloaded": True, "errors": []}
 
     @contextlib.asynccontextmanager
