@@ -156,3 +156,15 @@ async def test_the_routing_hooks_features_use_a_head_for_their_question(tmp_path
     features = await hook.features("rm the old design and plan a new one", "local", 5.0)
     assert features["design"]["answer"] == "yes" and features["design"]["calibrated"] is True
     assert features["review"]["answer"] == "no"  # no head: the engine's answer
+
+
+async def test_capabilities_list_the_heads_and_health_the_heads_file_errors(tmp_path):
+    from system1.service.reports import capabilities_report, health_report
+
+    g = with_heads(tmp_path, Embedding(), DESTRUCTIVE)
+    g.heads.errors.append("heads.json: learned heads ignored: version 9")
+    learning = capabilities_report(g)["learning"]
+    assert learning["embedder"] == "embedding"
+    assert learning["heads"] == [{"kind": KIND, "embedder": "embedding", "model": "emb-1", "options": 2, "n": 150,
+                                  "accuracy": 0.9, "engine_accuracy": 0.5}]
+    assert (await health_report(g))["heads_errors"] == ["heads.json: learned heads ignored: version 9"]

@@ -23,6 +23,7 @@ async def health_report(gateway: Gateway, max_age_s: float = 0.0) -> dict[str, A
         "config_file": str(gateway.config.path) if gateway.config.path else None,
         "config_errors": list(gateway.errors),
         "calibration_errors": list(gateway.calibrator.errors),
+        "heads_errors": list(gateway.heads.errors),
         "calibrated_for": {model: {**c, "questions": len(c["questions"])}
                            for model, c in gateway.calibrator.coverage(gateway.config.settings.gateway.provider).items()},
         "providers": providers,
@@ -46,6 +47,8 @@ def capabilities_report(gateway: Gateway) -> dict[str, Any]:
         "calibration": gateway.calibrator.summary(),
         "uncalibrated": settings.uncalibrated,
         "calibrated_for": gateway.calibrator.coverage(settings.provider),
+        "learning": {"embedder": gateway.embedder.name if gateway.embedder else None,
+                     "heads": gateway.heads.summary()},
         "config_errors": list(gateway.errors),
         "request_schema": schemas["request.json"],
         "response_schema": schemas["response.json"],
