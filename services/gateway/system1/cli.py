@@ -103,11 +103,13 @@ def parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--json", action="store_true", help="print machine-readable results")
     evaluate.set_defaults(func=command("evaluate"))
 
-    outcomes = commands.add_parser("outcomes", help="label every Agent spawn failed or succeeded from transcripts")
+    outcomes = commands.add_parser("outcomes", parents=[service],
+                                   help="label every Agent spawn failed or succeeded from transcripts")
     outcomes.add_argument("--days", type=COUNT, default=30)
     outcomes.add_argument("--projects-dir", help="Claude Code transcripts (default ~/.claude/projects)")
-    outcomes.add_argument("--apply", action="store_true", help="write the outcomes into the routing log")
-    outcomes.add_argument("--log", help="routing log for --apply (default: [routing] log_file)")
+    outcomes.add_argument("--apply", action="store_true",
+                          help="write the outcomes into the gateway service's routing log (or --log's)")
+    outcomes.add_argument("--log", help="with --apply: write into this routing log file instead of the service's")
     outcomes.add_argument("--json", action="store_true")
     outcomes.set_defaults(func=command("transcripts", "outcomes"))
 

@@ -147,3 +147,18 @@ def test_a_prices_file_without_a_tier_is_an_error(tmp_path, capsys):
     prices.write_text('{"tiers": {"haiku": {"input": 1}}}')
     assert main(["report", "--projects-dir", str(tmp_path), "--prices", str(prices)]) != 0
     assert "no prices for sonnet, opus" in capsys.readouterr().err
+
+
+def test_outcomes_apply_writes_into_the_services_own_routing_log(projects, tmp_path, monkeypatch, capsys):
+    from ..service_harness import app_transport, call
+
+    transport, service = app_transport(tmp_path, '[gateway]\nprovider = "mock"\n')
+    log = service.routing_log.path
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text(json.dumps({"source": "agent", "tool_use_id": "t2", "prompt": "x"}) + "\n")
+    monkeypatch.setenv("SYSTEM1_INSTALL_DIR", str(tmp_path / "host"))
+    assert main(["outcomes", "--projects-dir", str(projects), "--days", "3650", "--apply"], transport=transport) == 0
+    assert "labelled 1 routing log entries" in capsys.readouterr().out
+    assert json.loads(log.read_text())["outcome"] == "failed"
+    bad = call(transport, "POST", "/v1/outcomes", {"verdicts": [{"tool_use_id": "t2", "outcome": "maybe"}]})
+    assert bad.status_code == 400 and "verdicts.0.outcome" in bad.json()["error"]["message"]

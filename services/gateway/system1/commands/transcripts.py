@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
-from ..core.config import load_config
-from . import EXIT_OK, EXIT_START
+from . import EXIT_OK, EXIT_START, talk_to_service
+
+if TYPE_CHECKING:
+    from ..service.client import ServiceClient
 
 
 def _sessions(args: argparse.Namespace):
@@ -32,9 +35,12 @@ def outcomes(args: argparse.Namespace) -> int:
         return EXIT_START
     verdicts = [v for session in sessions.values() for v in outcomes.judge(session.spawns)]
     result = outcomes.summary(verdicts)
-    if args.apply:
-        log = Path(args.log).expanduser() if args.log else load_config().routing_log
-        result["applied"] = outcomes.apply(log, verdicts)
+    if args.apply and args.log:
+        result["applied"] = outcomes.apply(Path(args.log).expanduser(), verdicts)
+    elif args.apply:  # the service's own log: in the stack, the one in its state volume
+        code = talk_to_service(args, lambda service: _send(service, verdicts, result))
+        if code != EXIT_OK:
+            return code
     if args.json:
         print(json.dumps(result, indent=2))
     else:
@@ -46,6 +52,13 @@ def outcomes(args: argparse.Namespace) -> int:
             print(f"  doubtful: {item['tool_use_id']} {item['outcome']} ({item['reason']})")
         if args.apply:
             print(f"labelled {result['applied']} routing log entries")
+    return EXIT_OK
+
+
+async def _send(service: ServiceClient, verdicts: list, result: dict) -> int:
+    from ..offline import outcomes
+
+    result["applied"] = (await service.apply_outcomes(outcomes.as_json(verdicts)))["applied"]
     return EXIT_OK
 
 

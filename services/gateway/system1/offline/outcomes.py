@@ -74,6 +74,34 @@ def summary(verdicts: list[Verdict]) -> dict[str, Any]:
     }
 
 
+def verdicts_of(raw: Any) -> list[Verdict]:
+    """Verdicts sent as JSON (`{"verdicts": [{tool_use_id, outcome, reason, tier}]}`), checked;
+    `ValueError` naming the item and field."""
+    items = raw.get("verdicts") if isinstance(raw, dict) else None
+    if not isinstance(items, list):
+        raise ValueError("verdicts: must be a list")
+    found = []
+    for index, item in enumerate(items):
+        where = f"verdicts.{index}"
+        if not isinstance(item, dict):
+            raise ValueError(f"{where}: must be an object")
+        tool_use_id, outcome = item.get("tool_use_id"), item.get("outcome")
+        reason, tier = item.get("reason", ""), item.get("tier")
+        if not isinstance(tool_use_id, str) or not tool_use_id:
+            raise ValueError(f"{where}.tool_use_id: must be a non-empty string")
+        if outcome not in ("failed", "succeeded"):
+            raise ValueError(f"{where}.outcome: must be 'failed' or 'succeeded'")
+        if not isinstance(reason, str) or (tier is not None and not isinstance(tier, str)):
+            raise ValueError(f"{where}: reason and tier must be strings")
+        found.append(Verdict(tool_use_id, outcome, reason, tier, bool(item.get("doubtful", False))))
+    return found
+
+
+def as_json(verdicts: list[Verdict]) -> dict[str, Any]:
+    return {"verdicts": [{"tool_use_id": v.tool_use_id, "outcome": v.outcome, "reason": v.reason, "tier": v.tier,
+                          "doubtful": v.doubtful} for v in verdicts]}
+
+
 def apply(log: Path, verdicts: list[Verdict]) -> int:
     """Write outcomes into the routing log's Agent entries; returns how many were labelled."""
     if not log.exists():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 import json
 import time
 from pathlib import Path, PurePosixPath
@@ -41,6 +42,11 @@ class RoutingLog:
         line = json.dumps({"ts": round(time.time(), 3), **entry}, ensure_ascii=False) + "\n"
         async with self._lock:
             await asyncio.to_thread(self._write, line)
+
+    async def rewrite(self, change: Callable[[Path], int]) -> int:
+        """Run `change` on the log file with no append in between (it rewrites the file)."""
+        async with self._lock:
+            return await asyncio.to_thread(change, self.path)
 
     def _write(self, line: str) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -113,6 +113,10 @@ class ServiceClient:
                                status=response.status_code)
         return body
 
+    async def apply_outcomes(self, verdicts: dict[str, Any]) -> dict[str, Any]:
+        """Write spawn outcomes into the service's routing log: `{"applied": n}`."""
+        return self._ok(await self._send("POST", "/v1/outcomes", json=verdicts))
+
     async def embed(self, request: dict[str, Any]) -> dict[str, Any]:
         """`{"embedder", "model", "embedding", "kind"}` for a decide request's judged text."""
         return self._ok(await self._send("POST", "/v1/embed", json=request))

@@ -154,6 +154,19 @@ async def labelled(service: ServiceDep) -> list[dict[str, Any]]:
     return await service.labelled()
 
 
+@router.post("/v1/outcomes", responses=BAD_REQUEST | NOT_JSON,
+             openapi_extra={"requestBody": {"required": True, "content": {"application/json": {"schema": {
+                 "type": "object", "required": ["verdicts"], "properties": {"verdicts": {"type": "array", "items": {
+                     "type": "object", "required": ["tool_use_id", "outcome"],
+                     "properties": {"tool_use_id": {"type": "string", "minLength": 1},
+                                    "outcome": {"enum": ["failed", "succeeded"]},
+                                    "reason": {"type": "string"}, "tier": {"type": ["string", "null"]},
+                                    "doubtful": {"type": "boolean"}}}}}}}}}})
+async def apply_outcomes(request: Request, service: ServiceDep) -> dict[str, int]:
+    """Agent spawn outcomes (`system1 outcomes --apply`) written into this service's routing log."""
+    return await service.apply_outcomes(await read_json(request))
+
+
 @router.post("/v1/route", responses=BAD_REQUEST | NOT_JSON,
              openapi_extra={"requestBody": {"required": True, "content": {"application/json": {
                  "schema": RouteEvent.model_json_schema(by_alias=True)}}}})

@@ -20,6 +20,8 @@ from ..core.config import LoadedConfig, load_config
 from ..core.gateway import Gateway
 from ..core.lanes import BATCH, INTERACTIVE
 from ..core.result import Decision
+from ..core.schema import RequestError
+from ..offline import outcomes
 from ..routing.hook import Outcome, RouteEvent, RoutingHook
 from ..routing.log import RoutingLog
 from .auth import KeyRing, write_bridge_token
@@ -175,6 +177,15 @@ class Service:
         """The embedder's vector of a request's judged text (for `system1 learn`)."""
         async with self._use() as gateway:
             return await gateway.embed(payload)
+
+    async def apply_outcomes(self, payload: Any) -> dict[str, int]:
+        """Write spawn outcomes (from `system1 outcomes --apply`) into this service's routing log;
+        `RequestError` naming the field for a bad body."""
+        try:
+            verdicts = outcomes.verdicts_of(payload)
+        except ValueError as exc:
+            raise RequestError(str(exc)) from None
+        return {"applied": await self.routing_log.rewrite(lambda path: outcomes.apply(path, verdicts))}
 
     async def route(self, event: RouteEvent, client: str) -> Outcome:
         """The routing hook's answer for one Claude Code hook event."""
