@@ -51,11 +51,12 @@ def test_the_gateway_embeds_a_decide_request_and_names_its_kind(tmp_path):
     assert bad.status_code == 400 and "question" in bad.json()["error"]["message"]
 
 
-def test_an_embedder_that_fails_is_a_502_naming_it(tmp_path, monkeypatch):
+def test_an_embedder_that_fails_is_a_provider_error_envelope_naming_it(tmp_path, monkeypatch):
     monkeypatch.delattr(MockProvider, "embed")
     transport, _ = app_transport(tmp_path, CONFIG)
     reply = call(transport, "POST", "/v1/embed", {"question": QUESTION})
-    assert reply.status_code == 502 and "mock has no embeddings" in reply.json()["error"]["message"]
+    error = reply.json()["error"]
+    assert reply.status_code == 200 and error["code"] == "provider_error" and "mock has no embeddings" in error["message"]
 
 
 def test_learn_write_saves_a_head_that_beats_the_engine_and_the_service_then_decides_with_it(
@@ -126,7 +127,7 @@ def test_feedback_labels_a_remembered_decision_and_learn_reads_it_from_the_store
     assert unknown.status_code == 400 and "not collected, or forgotten" in unknown.json()["error"]["message"]
     wrong = call(transport, "POST", "/v1/feedback", {"request_id": next(iter(ids)), "label": "maybe"})
     assert wrong.status_code == 400 and "not among the decision's options" in wrong.json()["error"]["message"]
-    rows = call(transport, "GET", "/v1/feedback").json()
+    rows = call(transport, "GET", "/v1/labels").json()
     assert len(rows) == 20 and rows[0]["kind"] == "destructive" and "secret" not in json.dumps(rows)
     assert learn(transport, tmp_path, monkeypatch, "--from-store", "--folds", "4", "--write") == EXIT_OK
     [head] = json.loads((tmp_path / "state" / "heads.json").read_text())["heads"]
@@ -137,7 +138,7 @@ def test_feedback_without_collection_is_a_409_saying_how_to_turn_it_on(tmp_path)
     transport, _ = app_transport(tmp_path, CONFIG)
     reply = call(transport, "POST", "/v1/feedback", {"request_id": "x", "label": "yes"})
     assert reply.status_code == 409 and "collect" in reply.json()["error"]["message"]
-    assert call(transport, "GET", "/v1/feedback").json() == []
+    assert call(transport, "GET", "/v1/labels").json() == []
 
 
 def test_the_label_store_keeps_only_the_newest_decisions(tmp_path):

@@ -284,3 +284,21 @@ def test_a_client_that_hangs_up_leaves_the_queue(tmp_path, caplog):
     hang_ups = [r for r in caplog.records if "hung up" in r.getMessage()]
     assert len(hang_ups) == 1 and "(499)" in hang_ups[0].getMessage()
     assert not [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
+
+
+@pytest.mark.anyio
+async def test_a_service_started_again_after_a_stop_has_open_engines(tmp_path):
+    from system1.service.service import Service
+
+    from ..helpers import config_in
+
+    service = Service(config_in(tmp_path, '[gateway]\nprovider = "systemone"\n'))
+    await service.start()
+    first = service.gateway
+    await service.stop()
+    assert first.providers["systemone"]._client.is_closed
+    await service.start()
+    try:
+        assert service.gateway is not first and not service.gateway.providers["systemone"]._client.is_closed
+    finally:
+        await service.stop()

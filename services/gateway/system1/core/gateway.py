@@ -234,6 +234,9 @@ class Gateway:
             raise EmbedderUnavailable(f"the embedder {self.embedder.name} did not answer within {timeout_s:g} s") from None
         except EngineError as exc:
             raise EmbedderUnavailable(str(exc)) from None
+        except Exception as exc:  # an adapter bug is the embedder's failure, as in the chain
+            logger.exception("embedder %s failed", self.embedder.name)
+            raise EmbedderUnavailable(f"the embedder {self.embedder.name} failed ({type(exc).__name__})") from None
         return {"embedder": self.embedder.name, "model": model, "embedding": vector,
                 "kind": kind_of(query.question, query.choices, query.kind, query.yes_no)}
 

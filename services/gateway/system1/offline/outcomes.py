@@ -93,7 +93,10 @@ def verdicts_of(raw: Any) -> list[Verdict]:
             raise ValueError(f"{where}.outcome: must be 'failed' or 'succeeded'")
         if not isinstance(reason, str) or (tier is not None and not isinstance(tier, str)):
             raise ValueError(f"{where}: reason and tier must be strings")
-        found.append(Verdict(tool_use_id, outcome, reason, tier, bool(item.get("doubtful", False))))
+        doubtful = item.get("doubtful", False)
+        if not isinstance(doubtful, bool):
+            raise ValueError(f"{where}.doubtful: must be true or false")
+        found.append(Verdict(tool_use_id, outcome, reason, tier, doubtful))
     return found
 
 

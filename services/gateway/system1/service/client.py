@@ -103,7 +103,7 @@ class ServiceClient:
 
     async def labelled(self) -> list[dict[str, Any]]:
         """The labelled decisions the gateway remembers, as `learn` rows."""
-        response = await self._send("GET", "/v1/feedback")
+        response = await self._send("GET", "/v1/labels")
         try:
             body = response.json() if response.status_code == 200 else None
         except ValueError:
@@ -118,8 +118,12 @@ class ServiceClient:
         return self._ok(await self._send("POST", "/v1/outcomes", json=verdicts))
 
     async def embed(self, request: dict[str, Any]) -> dict[str, Any]:
-        """`{"embedder", "model", "embedding", "kind"}` for a decide request's judged text."""
-        return self._ok(await self._send("POST", "/v1/embed", json=request))
+        """`{"embedder", "model", "embedding", "kind"}` for a decide request's judged text;
+        `GatewayError` when the embedder failed (the service's envelope says why)."""
+        body = self._ok(await self._send("POST", "/v1/embed", json=request))
+        if isinstance(body.get("error"), dict):
+            raise GatewayError(self.url, f"could not embed: {body['error'].get('message')}")
+        return body
 
     async def route(self, event: dict[str, Any], client: str | None = None) -> dict[str, Any]:
         """What the routing hook would print for one Claude Code hook event."""

@@ -122,16 +122,16 @@ async def decide(request: Request, service: ServiceDep) -> JSONResponse:
     return JSONResponse(decision.envelope_json(), status_code=status, headers=extra)
 
 
-@router.post("/v1/embed", responses=BAD_REQUEST | NOT_JSON | {502: _described("the embedder failed or is not configured")},
-             openapi_extra={"requestBody": REQUEST_BODY})
+@router.post("/v1/embed", responses=BAD_REQUEST | NOT_JSON, openapi_extra={"requestBody": REQUEST_BODY})
 async def embed(request: Request, service: ServiceDep) -> JSONResponse:
     """A decide request in; the `[learning]` embedder's vector of its judged text and its kind out
-    (what `system1 learn` fits heads on)."""
+    (what `system1 learn` fits heads on). An embedder that fails or is not configured is, as for
+    decisions, a 200 with the `provider_error` envelope."""
     payload = await read_json(request)
     try:
         return JSONResponse(await service.embed(payload))
     except EmbedderUnavailable as exc:
-        return JSONResponse(Decision.failed(ErrorCode.PROVIDER_ERROR, str(exc)).envelope_json(), status_code=502)
+        return JSONResponse(Decision.failed(ErrorCode.PROVIDER_ERROR, str(exc)).envelope_json())
 
 
 @router.post("/v1/feedback", responses=BAD_REQUEST | NOT_JSON | {409: _described("no decisions are remembered")},
@@ -148,7 +148,7 @@ async def feedback(request: Request, service: ServiceDep) -> JSONResponse:
         return JSONResponse(Decision.failed(ErrorCode.CONFIG_ERROR, str(exc)).envelope_json(), status_code=409)
 
 
-@router.get("/v1/feedback")
+@router.get("/v1/labels")
 async def labelled(service: ServiceDep) -> list[dict[str, Any]]:
     """The labelled decisions, as `learn` rows (question, options, context, label, kind)."""
     return await service.labelled()

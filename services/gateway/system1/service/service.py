@@ -107,6 +107,9 @@ class Service:
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def start(self) -> None:
+        if self._core.retired:  # started again after a stop: the stopped core's engines are closed
+            self._core = _Core(Gateway(self.config, observer=self.metrics))
+            self._configure_edges(self.config)  # reopens the request log
         self.bridge_token = write_bridge_token(self.config.install_dir)
         self._load_keys(self.config)  # now with the bridge token
         self._health_task = asyncio.create_task(self._probe_forever())
@@ -116,9 +119,10 @@ class Service:
             self._health_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._health_task
-        await self.gateway.aclose()
+        await self._core.close_when_idle()
         if self.request_log is not None:
             self.request_log.close()
+            self.request_log = None
 
     async def _probe_forever(self) -> None:
         """Keep the health cache warm so health requests never stampede an engine."""
