@@ -65,28 +65,26 @@ def parser() -> argparse.ArgumentParser:
     keys.add_argument("--file", help="keys file (default: [service] api_keys_file)")
     keys.set_defaults(func=command("service", "keys"))
 
-    calibrate = commands.add_parser("calibrate", parents=[service], help="fit temperatures on labelled decisions, asked live")
+    # What `calibrate` and `learn` share: held-out folds, the report, and where results go.
+    fitting = argparse.ArgumentParser(add_help=False)
+    fitting.add_argument("--folds", type=FOLDS, default=5, help="cross-validation folds for the held-out figures")
+    fitting.add_argument("--report", help="also write the report (Markdown) here, with its plot beside it")
+    fitting.add_argument("--json", action="store_true", help="print machine-readable results")
+    where = fitting.add_mutually_exclusive_group()
+    where.add_argument("--write", action="store_true", help="save the results for this installation and reload the service")
+    where.add_argument("--ship", action="store_true", help="save the results into the repository's shipped ones, with the report")
+
+    calibrate = commands.add_parser("calibrate", parents=[service, fitting],
+                                    help="fit temperatures on labelled decisions, asked live")
     calibrate.add_argument("data", nargs="+", help="JSONL files of {question, options, context, label}")
     calibrate.add_argument("--target-accuracy", type=SHARE, default=0.8, help="for the recommended threshold")
-    calibrate.add_argument("--folds", type=FOLDS, default=5, help="cross-validation folds for the held-out figures")
-    calibrate.add_argument("--report", help="also write the report (Markdown) here, with a reliability diagram beside it")
-    calibrate.add_argument("--json", action="store_true", help="print machine-readable results")
-    where = calibrate.add_mutually_exclusive_group()
-    where.add_argument("--write", action="store_true", help="save the fits for this installation and reload the service")
-    where.add_argument("--ship", action="store_true", help="save the fits into the repository's shipped fits, with the report")
     calibrate.set_defaults(func=command("calibrate"))
 
-    learn = commands.add_parser("learn", parents=[service],
+    learn = commands.add_parser("learn", parents=[service, fitting],
                                 help="fit a head per decision kind on labelled rows; keep those that beat the engine")
     learn.add_argument("data", nargs="*", help="JSONL files of {question, options, context, label, kind}")
     learn.add_argument("--from-store", action="store_true", help="also the decisions labelled through feedback")
-    learn.add_argument("--folds", type=FOLDS, default=5, help="cross-validation folds for the held-out figures")
     learn.add_argument("--threshold", type=SHARE, help="for coverage and accuracy (default: [gateway] min_confidence)")
-    learn.add_argument("--report", help="also write the report (Markdown) here, with the learning curve beside it")
-    learn.add_argument("--json", action="store_true", help="print machine-readable results")
-    where = learn.add_mutually_exclusive_group()
-    where.add_argument("--write", action="store_true", help="save the heads for this installation and reload the service")
-    where.add_argument("--ship", action="store_true", help="save the heads into the repository's shipped heads, with the report")
     learn.set_defaults(func=command("learn"))
 
     feedback = commands.add_parser("feedback", parents=[service], help="label a decision the gateway remembered")

@@ -11,19 +11,30 @@ from pathlib import Path
 from . import EXIT_DECISION, EXIT_HEALTH, EXIT_OK, EXIT_START, talk_to_service
 
 
+def labelled_rows(args: argparse.Namespace, command: str) -> list | None:
+    """The rows of `args.data`, or None after saying why not (a bad row, or `--ship` outside a
+    clone of the repository)."""
+    from ..offline import calibrate as tool
+
+    try:
+        rows = [row for path in args.data for row in tool.load(Path(path))]
+    except tool.DataError as exc:
+        print(f"system1 {command}: {exc}", file=sys.stderr)
+        return None
+    if args.ship and not tool.REPORTS.parent.is_dir():
+        print(f"system1 {command}: --ship writes into a clone of the repository; use --write here", file=sys.stderr)
+        return None
+    return rows
+
+
 def run(args: argparse.Namespace) -> int:
     from ..core.calibration import LOCAL_FITS_NAME, SHIPPED_FITS
     from ..core.config import install_dir
     from ..offline import calibrate as tool
     from ..service.client import ServiceClient
 
-    try:
-        rows = [row for path in args.data for row in tool.load(Path(path))]
-    except tool.DataError as exc:
-        print(f"system1 calibrate: {exc}", file=sys.stderr)
-        return EXIT_START
-    if args.ship and not tool.REPORTS.parent.is_dir():
-        print("system1 calibrate: --ship writes into a clone of the repository; use --write here", file=sys.stderr)
+    rows = labelled_rows(args, "calibrate")
+    if rows is None:
         return EXIT_START
 
     async def work(service: ServiceClient) -> int:

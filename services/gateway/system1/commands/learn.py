@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from . import EXIT_DECISION, EXIT_HEALTH, EXIT_OK, EXIT_START, talk_to_service
+from .calibrate import labelled_rows
 
 
 def run(args: argparse.Namespace) -> int:
@@ -26,13 +27,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.data and not args.from_store:
         print("system1 learn: give labelled JSONL files, --from-store, or both", file=sys.stderr)
         return EXIT_START
-    try:
-        rows = [row for path in args.data for row in labelled.load(Path(path))]
-    except labelled.DataError as exc:
-        print(f"system1 learn: {exc}", file=sys.stderr)
-        return EXIT_START
-    if args.ship and not labelled.REPORTS.parent.is_dir():
-        print("system1 learn: --ship writes into a clone of the repository; use --write here", file=sys.stderr)
+    rows = labelled_rows(args, "learn")
+    if rows is None:
         return EXIT_START
     progress = sys.stderr.isatty() and not args.json
 

@@ -46,7 +46,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .stored import VersionedFile, read
+from .stored import VersionedFile, read_all
 
 FORMAT = "system1-calibration"
 VERSION = 3
@@ -170,16 +170,8 @@ class Calibrator:
 
     @classmethod
     def load(cls, local: Path | None, shipped: Path = SHIPPED_FITS) -> Calibrator:
-        sources, errors = [], []
-        for name, path in (("local", local), ("shipped", shipped)):
-            if path is None or not path.exists():
-                continue
-            parsed, problem = read(FitsFile, path, "calibration fits")
-            if parsed is None:
-                errors.append(problem or "")
-                continue
-            sources.append(Source(name, path, tuple(parsed.fits)))
-        return cls(sources, errors)
+        files, errors = read_all(FitsFile, [("local", local), ("shipped", shipped)], "calibration fits")
+        return cls([Source(name, path, tuple(parsed.fits)) for name, path, parsed in files], errors)
 
     def lookup(self, provider: str, model: str, question: str, n_options: int, has_context: bool = True) -> Fit | None:
         """The fit that applies, in the order of the module docstring, or None (also when the

@@ -27,7 +27,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .stored import VersionedFile, read
+from .stored import VersionedFile, read_all
 
 FORMAT = "system1-heads"
 VERSION = 1
@@ -115,16 +115,8 @@ class Heads:
 
     @classmethod
     def load(cls, local: Path | None, shipped: Path = SHIPPED_HEADS) -> Heads:
-        found: dict[tuple[str, str, str], Head] = {}
-        errors = []
-        for path in (shipped, local):  # local last, so it wins
-            if path is None or not path.exists():
-                continue
-            parsed, problem = read(HeadsFile, path, "learned heads")
-            if parsed is None:
-                errors.append(problem or "")
-                continue
-            found.update({(h.kind, h.embedder, h.model): h for h in parsed.heads})
+        files, errors = read_all(HeadsFile, [("shipped", shipped), ("local", local)], "learned heads")
+        found = {(h.kind, h.embedder, h.model): h for _, _, parsed in files for h in parsed.heads}  # local last: it wins
         return cls(list(found.values()), errors)
 
     def candidates(self, kind: str, embedder: str, choices: list[str]) -> list[Head]:

@@ -33,11 +33,17 @@ class VersionedFile(BaseModel):
         return self
 
 
-def read(cls: type[F], path: Path, what: str) -> tuple[F | None, str | None]:
-    """The parsed file, or None and a one-line message saying why `what` in it is ignored."""
-    try:
-        return cls.model_validate(json.loads(path.read_text(encoding="utf-8"))), None
-    except (OSError, ValueError, ValidationError) as exc:
-        message = f"{path}: {what} ignored: {exc}".replace("\n", " ")
-        logger.warning("%s", message)
-        return None, message
+def read_all(cls: type[F], paths: list[tuple[str, Path | None]], what: str) -> tuple[list[tuple[str, Path, F]], list[str]]:
+    """Each named file that exists, parsed, in order; and for each that cannot be used, a
+    one-line message saying why `what` in it is ignored (also logged)."""
+    found, errors = [], []
+    for name, path in paths:
+        if path is None or not path.exists():
+            continue
+        try:
+            found.append((name, path, cls.model_validate(json.loads(path.read_text(encoding="utf-8")))))
+        except (OSError, ValueError, ValidationError) as exc:
+            message = f"{path}: {what} ignored: {exc}".replace("\n", " ")
+            logger.warning("%s", message)
+            errors.append(message)
+    return found, errors
