@@ -90,8 +90,10 @@ class Gateway:
 
     def _build_providers(self) -> None:
         settings = self.config.settings
-        embedder = [settings.learning.embedder] if settings.learning.enabled else []
-        for name in dict.fromkeys([*settings.chain, *(e for e in embedder if e in settings.providers)]):
+        names = list(settings.chain)
+        if settings.learning.enabled and settings.learning.embedder in settings.providers:
+            names.append(settings.learning.embedder)
+        for name in dict.fromkeys(names):
             try:
                 self.providers[name] = REGISTRY[name](settings.options_for(name))
             except ValueError as exc:
@@ -144,8 +146,8 @@ class Gateway:
                 [decision] = await self.decide_many(request.context, [query], client, priority, threshold=threshold,
                                                     calibrate=calibrate, request_id=request_id_var.get())
                 if decision.provider is not None and self.labels is not None and self._collects(query):
-                    self.labels.remember(decision.request_id, request.kind, request.question, request.options,
-                                         request.context, decision.decision)
+                    await asyncio.to_thread(self.labels.remember, decision.request_id, request.kind, request.question,
+                                            request.options, request.context, decision.decision)
             finally:
                 request_id_var.reset(token)
         decision.latency_ms = ms(time.perf_counter() - started)
@@ -178,21 +180,21 @@ class Gateway:
         refusal = over_budget(work, self.config.settings.gateway.max_work)
         if refusal:
             return [Decision.failed(ErrorCode.INVALID_REQUEST, refusal, request_id) for _ in queries]
-        started = asyncio.get_running_loop().time()
-        if calibrate and self.embedder is not None and self.embedder.name in self.chain.names:
+        loop = asyncio.get_running_loop()
+        deadline = None if budget_s is None else loop.time() + budget_s
+        heads = [self._heads_for(q) if calibrate else [] for q in queries]
+        if self.embedder is not None and self.embedder.name in self.chain.names:
             # Where the embedder may be the one answering, one pass can carry the embedding too.
-            queries = [replace(q, embed=True) if self._heads_for(q) else q for q in queries]
+            queries = [replace(q, embed=True) if found else q for q, found in zip(queries, heads)]
         answer = await self.chain.ask(state, queries, client, priority, budget_s, work)
         if answer.answers is None or answer.provider is None:
             return [self._failed(request_id, answer) for _ in queries]
-        remaining = None if budget_s is None else budget_s - (asyncio.get_running_loop().time() - started)
-        learned = (await self._learned(state, queries, answer.provider, answer.answers, remaining) if calibrate
-                   else [None] * len(queries))
+        learned = await self._learned(state, queries, heads, answer.provider, answer.answers,
+                                      None if deadline is None else deadline - loop.time())
         fits = [self._fit(answer.provider, reply, query, state) if calibrate and not head else None
                 for reply, query, head in zip(answer.answers, queries, learned)]
-        remaining = None if budget_s is None else budget_s - (asyncio.get_running_loop().time() - started)
         baselines = await self._baselines(state, queries, answer.provider, answer.answers, fits, client, priority,
-                                          remaining)
+                                          None if deadline is None else deadline - loop.time())
         return [self._conclude(request_id, answer.attempts, answer.provider, reply, threshold, calibrate, fit, baseline,
                                head)
                 for reply, fit, baseline, head in zip(answer.answers, fits, baselines, learned)]
@@ -227,18 +229,23 @@ class Gateway:
         if self.embedder is None:
             raise EmbedderUnavailable("learning is off or [learning] embedder is not configured")
         query = Query(request.question, request.choices, request.options is None, request.kind)
-        timeout_s = self.config.settings.gateway.timeout_s
-        try:
-            model, vector = await asyncio.wait_for(self.embedder.embed(request.context, query, timeout_s), timeout_s)
-        except TimeoutError:
-            raise EmbedderUnavailable(f"the embedder {self.embedder.name} did not answer within {timeout_s:g} s") from None
-        except EngineError as exc:
-            raise EmbedderUnavailable(str(exc)) from None
-        except Exception as exc:  # an adapter bug is the embedder's failure, as in the chain
-            logger.exception("embedder %s failed", self.embedder.name)
-            raise EmbedderUnavailable(f"the embedder {self.embedder.name} failed ({type(exc).__name__})") from None
+        model, vector = await self._embed(self.embedder, request.context, query, self.config.settings.gateway.timeout_s)
         return {"embedder": self.embedder.name, "model": model, "embedding": vector,
                 "kind": kind_of(query.question, query.choices, query.kind, query.yes_no)}
+
+    @staticmethod
+    async def _embed(embedder: Provider, state: Any, query: Query, timeout_s: float) -> tuple[str, list[float]]:
+        """The embedder's model and vector, bounded by `timeout_s`; any failure (an adapter bug
+        included, as in the chain) is `EmbedderUnavailable` naming it."""
+        try:
+            return await asyncio.wait_for(embedder.embed(state, query, timeout_s), timeout_s)
+        except TimeoutError:
+            raise EmbedderUnavailable(f"the embedder {embedder.name} did not answer within {timeout_s:g} s") from None
+        except EngineError as exc:
+            raise EmbedderUnavailable(str(exc)) from None
+        except Exception as exc:
+            logger.exception("embedder %s failed", embedder.name)
+            raise EmbedderUnavailable(f"the embedder {embedder.name} failed ({type(exc).__name__})") from None
 
     def _heads_for(self, query: Query) -> list[Head]:
         if self.embedder is None:
@@ -247,19 +254,20 @@ class Gateway:
                                      self.embedder.name, query.choices)
 
     async def _learned(
-        self, state: Any, queries: list[Query], name: str, replies: list[EngineAnswer], budget_s: float | None,
+        self, state: Any, queries: list[Query], candidates: list[list[Head]], name: str, replies: list[EngineAnswer],
+        budget_s: float | None,
     ) -> list[tuple[Head, dict[str, float]] | None]:
-        """For each query whose kind has a learned head: that head and its probabilities, when the
-        embedding came with the answer (the embedder answered) or the embedder gives it in time,
-        for the head's model; else None (the engine's answer stands, never worse than without)."""
+        """For each query with `candidates` (the heads for its kind): the head and its
+        probabilities, when the embedding came with the answer (the embedder answered) or the
+        embedder gives it in time, for the head's model; else None (the engine's answer stands,
+        never worse than without)."""
         found: list[tuple[Head, dict[str, float]] | None] = [None] * len(queries)
         if self.embedder is None:
             return found
         timeout_s = self.config.settings.gateway.timeout_s
         if budget_s is not None:
             timeout_s = min(timeout_s, budget_s)
-        for index, (query, reply) in enumerate(zip(queries, replies)):
-            heads = self._heads_for(query)
+        for index, (query, reply, heads) in enumerate(zip(queries, replies, candidates)):
             if not heads or reply.abstain:
                 continue
             if name == self.embedder.name and reply.embedding is not None:
@@ -268,9 +276,9 @@ class Gateway:
                 continue
             else:
                 try:
-                    model, vector = await asyncio.wait_for(self.embedder.embed(state, query, timeout_s), timeout_s)
-                except Exception as exc:  # the embedder failing leaves the engine's answer as it is
-                    logger.warning("embedder %s failed, the engine's answer stands: %s", self.embedder.name, exc)
+                    model, vector = await self._embed(self.embedder, state, query, timeout_s)
+                except EmbedderUnavailable as exc:
+                    logger.warning("the engine's answer stands: %s", exc)
                     continue
             head = next((h for h in heads if h.model == model), None)
             probabilities = head.probabilities(vector) if head else None
@@ -296,14 +304,14 @@ class Gateway:
         keys = [(name, reply.model, query.question, tuple(query.choices), shape)
                 if fit is not None and fit.content_free else None
                 for fit, reply, query in zip(fits, replies, queries)]
-        missing = [i for i, key in enumerate(keys) if key is not None and self.baselines.get(key) is None]
+        missing = [(i, key) for i, key in enumerate(keys) if key is not None and self.baselines.get(key) is None]
         if missing and (budget_s is None or budget_s > 0):
-            asked = [queries[i] for i in missing]
+            asked = [queries[i] for i, _ in missing]
             probe = await self.chain.ask(blank, asked, client, priority, budget_s, work_of(blank, asked),
                                          only=name)
-            for i, reply in zip(missing, probe.answers or []):
+            for (i, key), reply in zip(missing, probe.answers or []):
                 if reply.model == replies[i].model and reply.probabilities and not reply.abstain:
-                    self.baselines.put(keys[i] or (), reply.probabilities)
+                    self.baselines.put(key, reply.probabilities)
         return [self.baselines.get(key) if key is not None else None for key in keys]
 
     def _conclude(
