@@ -19,7 +19,7 @@ from typing import Any
 
 from ..core.calibration import temper
 from ..core.heads import Head
-from .fitting import Answered, fit_temperature, measure
+from .fitting import Answered, fit_temperature, measure, threshold_table, top
 
 MIN_ROWS_PER_OPTION = 8
 CURVE_FRACTIONS = (0.25, 0.5, 0.75, 1.0)
@@ -103,13 +103,18 @@ def _matrix(examples: Sequence[Example]) -> tuple[Any, Any]:
     return np.array([e.embedding for e in examples]), np.array([options.index(e.label) for e in examples])
 
 
+def _others(count: int, test: list[int]) -> list[int]:
+    """The rows outside one fold."""
+    tested = set(test)
+    return [i for i in range(count) if i not in tested]
+
+
 def _raw_probabilities(examples: Sequence[Example], groups: list[list[int]]) -> list[list[float]]:
     """Each row's probabilities from a head fitted on the other folds, before any temperature."""
     x, y = _matrix(examples)
     raw: list[list[float]] = [[] for _ in examples]
     for test in groups:
-        tested = set(test)
-        train = [i for i in range(len(examples)) if i not in tested]
+        train = _others(len(examples), test)
         model = _classifier(x[train], y[train])
         for index, p in zip(test, _probabilities(model, x[test], len(examples[0].options))):
             raw[index] = [float(v) for v in p]
@@ -123,21 +128,18 @@ def held_out(examples: Sequence[Example], k: int) -> tuple[list[dict[str, float]
     raw = _rows(examples, _raw_probabilities(examples, groups))
     result: list[dict[str, float]] = [{} for _ in examples]
     for test in groups:
-        tested = set(test)
-        temperature = fit_temperature([r for i, r in enumerate(raw) if i not in tested])
+        temperature = fit_temperature([raw[i] for i in _others(len(raw), test)])
         for index in test:
             result[index] = temper(raw[index].probabilities, temperature)
     return result, fit_temperature(raw)
 
 
-def _at(measured: dict[str, Any], threshold: float) -> dict[str, Any]:
-    row = min(measured["thresholds"], key=lambda t: abs(t["threshold"] - threshold))
-    return {"threshold": row["threshold"], "coverage": row["coverage"], "accuracy": row["accuracy"]}
-
-
 def _summary(rows: list[Answered], probabilities: Sequence[dict[str, float]], threshold: float) -> dict[str, Any]:
     measured = measure(rows, probabilities)
-    return {"accuracy": measured["accuracy"], "ece": measured["ece"], "at_threshold": _at(measured, threshold)}
+    picks = [top(p) for p in probabilities]
+    [at] = threshold_table([c for _, c in picks], [o == r.label for (o, _), r in zip(picks, rows)], (threshold,))
+    return {"accuracy": measured["accuracy"], "ece": measured["ece"],
+            "at_threshold": {"threshold": threshold, "coverage": at["coverage"], "accuracy": at["accuracy"]}}
 
 
 def learning_curve(examples: Sequence[Example], k: int, seed: int = 0) -> list[tuple[float, float]]:
@@ -149,9 +151,7 @@ def learning_curve(examples: Sequence[Example], k: int, seed: int = 0) -> list[t
     for fraction in CURVE_FRACTIONS:
         right = total = per_option = 0.0
         for test in groups:
-            tested = set(test)
-            train = [i for i in range(len(examples)) if i not in tested]
-            chosen = [i for i in train if fraction >= 1 or rng.random() < fraction]
+            chosen = [i for i in _others(len(examples), test) if fraction >= 1 or rng.random() < fraction]
             present = Counter(y[chosen].tolist())
             if len(present) < 2 or min(present.values()) < 2:  # too few to fit (and cross-validate) on
                 continue
