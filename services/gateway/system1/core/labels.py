@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .schema import YES_NO
+
 STORE_NAME = "labels.sqlite3"
 
 
@@ -36,6 +38,7 @@ class LabelStore:
             self._db.execute(
                 "CREATE TABLE IF NOT EXISTS decisions (request_id TEXT PRIMARY KEY, at REAL, kind TEXT,"
                 " question TEXT, options TEXT, context TEXT, decision TEXT, label TEXT, source TEXT)")
+            self._db.execute("CREATE INDEX IF NOT EXISTS decisions_at ON decisions (at)")  # for pruning
 
     def close(self) -> None:
         with self._lock:
@@ -58,7 +61,7 @@ class LabelStore:
             if found is None:
                 raise UnknownDecision(request_id)
             options = json.loads(found[0])
-            choices = options or ["yes", "no"]
+            choices = options or list(YES_NO)
             if label not in choices:
                 raise ValueError(f"label {label!r} is not among the decision's options {choices}")
             self._db.execute("UPDATE decisions SET label = ?, source = ? WHERE request_id = ?",
@@ -72,12 +75,7 @@ class LabelStore:
                                     " WHERE label IS NOT NULL ORDER BY at").fetchall()
         result = []
         for kind, question, options, context, label in rows:
-            row: dict[str, Any] = {"question": question, "label": label}
-            if kind:
-                row["kind"] = kind
-            if json.loads(options):
-                row["options"] = json.loads(options)
-            if json.loads(context):
-                row["context"] = json.loads(context)
-            result.append(row)
+            row: dict[str, Any] = {"question": question, "label": label, "kind": kind,
+                                   "options": json.loads(options), "context": json.loads(context)}
+            result.append({key: value for key, value in row.items() if value})
         return result
