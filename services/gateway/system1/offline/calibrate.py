@@ -116,7 +116,14 @@ def load(path: Path) -> list[Labelled]:
     return rows
 
 
-# -- asking --------------------------------------------------------------------------------------
+# -- progress and asking --------------------------------------------------------------------------
+def progress_bar(done: int, total: int, what: str) -> None:
+    """A one-line bar on standard error, ended when `done` reaches `total`."""
+    filled = int(30 * done / total)
+    end = "\n" if done == total else ""
+    print(f"\r{what} [{'#' * filled}{' ' * (30 - filled)}] {done}/{total}", end=end, file=sys.stderr, flush=True)
+
+
 async def ask_all(service: ServiceClient, rows: list[Labelled], progress: bool) -> tuple[list[Answered], list[str]]:
     """Ask every row through the service (batch priority, calibration off), and each question
     with a context once more about its content-free version."""
@@ -142,10 +149,7 @@ async def ask_all(service: ServiceClient, rows: list[Labelled], progress: bool) 
             answered.append(Answered(row.question, tuple(row.choices), row.label, body["probabilities"],
                                      body["provider"], model, baseline))
         if progress:
-            done = int(30 * index / len(rows))
-            print(f"\r[{'#' * done}{' ' * (30 - done)}] {index}/{len(rows)}", end="", file=sys.stderr, flush=True)
-    if progress:
-        print(file=sys.stderr)
+            progress_bar(index, len(rows), "asking")
     return answered, problems
 
 

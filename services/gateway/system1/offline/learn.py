@@ -10,20 +10,13 @@ into a heads file.
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from ..core.heads import Head, HeadsFile
 from ..service.client import GatewayError, ServiceClient
-from .calibrate import Labelled
+from .calibrate import Labelled, progress_bar
 from .learning import Example, KindResult, learn
-
-
-def _bar(done: int, total: int, what: str) -> None:
-    filled = int(30 * done / total)
-    end = "\n" if done == total else ""
-    print(f"\r{what} [{'#' * filled}{' ' * (30 - filled)}] {done}/{total}", end=end, file=sys.stderr, flush=True)
 
 
 async def ask_all(service: ServiceClient, rows: list[Labelled], progress: bool) -> tuple[list[Example], list[str]]:
@@ -45,12 +38,12 @@ async def ask_all(service: ServiceClient, rows: list[Labelled], progress: bool) 
                 examples.append(Example(embedded["kind"], tuple(row.choices), row.label, embedded["embedding"],
                                         body["probabilities"], embedded["embedder"], embedded["model"]))
         if progress:
-            _bar(index, len(rows), "asking")
+            progress_bar(index, len(rows), "asking")
     return examples, problems
 
 
 def learn_all(examples: list[Example], folds: int, threshold: float, progress: bool) -> list[KindResult]:
-    return learn(examples, folds, threshold, (lambda d, t: _bar(d, t, "fitting")) if progress else None)
+    return learn(examples, folds, threshold, (lambda d, t: progress_bar(d, t, "fitting")) if progress else None)
 
 
 def _pct(value: float | None) -> str:
