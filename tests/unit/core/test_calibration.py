@@ -38,8 +38,8 @@ def test_a_temperature_never_changes_the_winner():
         assert sum(rescaled.values()) == pytest.approx(1.0)
 
 
-def write_fits(path, fits, **top):
-    path.write_text(json.dumps({"format": "system1-calibration", "version": 1, "fits": fits, **top}))
+def write_fits(path, fits, version=1):
+    path.write_text(json.dumps({"format": "system1-calibration", "version": version, "fits": fits}))
     return path
 
 
@@ -52,6 +52,32 @@ def test_a_question_fit_wins_over_an_option_count_fit(tmp_path):
     assert calibrator.lookup("laya", "typed-decisions", "Q", 3).temperature == 0.3
     assert calibrator.lookup("laya", "typed-decisions", "other", 3).temperature == 0.9
     assert calibrator.lookup("laya", "typed-decisions", "other", 4) is None
+
+
+def test_an_option_count_range_serves_every_count_it_holds_and_no_other(tmp_path):
+    shipped = write_fits(tmp_path / "s.json", [
+        {"provider": "p", "model": "m", "n_options": 2, "n_options_max": 3, "temperature": 6.0},
+        {"provider": "p", "model": "m", "n_options": 4, "n_options_max": 12, "temperature": 1.2},
+        {"provider": "p", "model": "m", "unseen": True, "temperature": 1.6},
+    ], version=4)
+    calibrator = Calibrator.load(None, shipped)
+    assert [calibrator.lookup("p", "m", "new", n).temperature for n in (2, 3, 4, 12, 13)] == [6.0, 6.0, 1.2, 1.2, 1.6]
+    assert calibrator.coverage("p")["m"]["option_counts"] == [[2, 3], [4, 12]]
+
+
+def test_an_older_file_fits_one_option_count_only(tmp_path):
+    shipped = write_fits(tmp_path / "s.json", [{"provider": "p", "model": "m", "n_options": 3, "temperature": 0.9}], version=3)
+    calibrator = Calibrator.load(None, shipped)
+    assert calibrator.lookup("p", "m", "new", 3).temperature == 0.9
+    assert calibrator.lookup("p", "m", "new", 4) is None
+
+
+def test_local_option_count_ranges_replace_the_shipped_ones_for_that_engine(tmp_path):
+    shipped = write_fits(tmp_path / "s.json", [{"provider": "p", "model": "m", "n_options": 2, "n_options_max": 12, "temperature": 2.0}], version=4)
+    local = write_fits(tmp_path / "l.json", [{"provider": "p", "model": "m", "n_options": 2, "n_options_max": 3, "temperature": 5.0}], version=4)
+    calibrator = Calibrator.load(local, shipped)
+    assert calibrator.lookup("p", "m", "new", 3).temperature == 5.0
+    assert calibrator.lookup("p", "m", "new", 8) is None  # the local set has no range for eight
 
 
 def test_local_fits_take_precedence_over_shipped_ones(tmp_path):
@@ -78,7 +104,8 @@ def test_a_fit_for_another_provider_or_model_is_ignored(tmp_path):
     [
         ("not json", "calibration fits ignored"),
         ('{"format": "other", "version": 1, "fits": []}', "format"),
-        ('{"format": "system1-calibration", "version": 4, "fits": []}', "version 4"),
+        ('{"format": "system1-calibration", "version": 5, "fits": []}', "version 5"),
+        ('{"format": "system1-calibration", "version": 4, "fits": [{"provider": "a", "model": "b", "n_options": 4, "n_options_max": 3, "temperature": 1}]}', "below"),
         ('{"format": "system1-calibration", "version": 1, "fits": [{"provider": "a", "model": "b", "temperature": 1}]}', "exactly one"),
         ('{"format": "system1-calibration", "version": 1, "fits": [{"provider": "a", "model": "b", "n_options": 2, "temperature": 0}]}', "temperature"),
     ],

@@ -340,8 +340,8 @@ async def test_health_and_capabilities_say_what_is_calibrated_for_the_primary_en
     g = Gateway(config_in(tmp_path, '[gateway]\nprovider = "mock"\n'),
                 calibrator=Calibrator([Source("local", tmp_path, (QUESTION_FIT, COUNT_FIT, UNSEEN_FIT))]))
     caps, health = capabilities_report(g), await health_report(g)
-    assert caps["calibrated_for"] == {"mock": {"questions": [SEED_REQUEST["question"]], "option_counts": [2],
+    assert caps["calibrated_for"] == {"mock": {"questions": [SEED_REQUEST["question"]], "option_counts": [[2, 2]],
                                                "unseen_questions": True, "content_free_correction": False}}
     assert caps["uncalibrated"] == "pass"
-    assert health["calibrated_for"] == {"mock": {"questions": 1, "option_counts": [2], "unseen_questions": True,
+    assert health["calibrated_for"] == {"mock": {"questions": 1, "option_counts": [[2, 2]], "unseen_questions": True,
                                                  "content_free_correction": False}}

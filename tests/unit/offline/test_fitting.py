@@ -21,6 +21,7 @@ from system1.offline.fitting import (
     fit_temperature,
     folds,
     measure,
+    MIN_RANGE_QUESTIONS,
     question_held_out,
     recommend,
     threshold_table,
@@ -56,27 +57,34 @@ def test_question_fits_need_enough_rows_and_the_unseen_question_fit_is_always_ma
     assert {(f.kind, f.question, f.model_extra["n"]) for f in fits} == {("question", "q", 30), ("unseen", None, 35)}
 
 
-def test_an_option_count_fit_is_written_only_where_it_beats_the_unseen_fit_on_questions_left_out():
-    def questions(temperature: float, n_options: int, names: str) -> list[Answered]:
-        rows = synthetic(temperature, count=600, seed=n_options)
-        if n_options == 2:  # the same engine, asked two-option questions
-            rows = [dataclasses.replace(r, options=("a", "b"), label="a" if r.label == "a" else "b",
-                                        probabilities={"a": r.probabilities["a"], "b": 1 - r.probabilities["a"]})
-                    for r in rows]
-        return [dataclasses.replace(r, question=f"{names} {i % 3}") for i, r in enumerate(rows)]
+def questions(temperature: float, n_options: int, names: str, count: int = 600, asked: int = 6) -> list[Answered]:
+    """`count` rows spread over `asked` questions, on an engine miscalibrated by `temperature`."""
+    rows = synthetic(temperature, count=count, seed=n_options)
+    if n_options == 2:  # the same engine, asked two-option questions
+        rows = [dataclasses.replace(r, options=("a", "b"), label="a" if r.label == "a" else "b",
+                                    probabilities={"a": r.probabilities["a"], "b": 1 - r.probabilities["a"]})
+                for r in rows]
+    return [dataclasses.replace(r, question=f"{names} {i % asked}") for i, r in enumerate(rows)]
 
+
+def test_option_count_ranges_are_fitted_only_where_they_beat_one_fit_on_questions_left_out():
     # Overconfident on three options, underconfident on two: one temperature cannot serve both.
     rows = questions(3.0, 3, "three") + questions(0.4, 2, "two")
     fits = fit(rows, min_question_rows=10_000)
-    assert sorted((f.kind, f.n_options) for f in fits) == [("options", 2), ("options", 3), ("unseen", None)]
-    same = fit(questions(2.0, 3, "alike"), min_question_rows=10_000)
-    assert [f.kind for f in same] == ["unseen"]  # one kind of question: nothing to beat
-    # With a fit of its own for two options, the unseen fit is fitted on the rest, which it serves.
-    lone = [dataclasses.replace(r, question="the only three-option question") for r in questions(3.0, 3, "x")]
-    mixed = fit(questions(0.4, 2, "two") + lone, min_question_rows=10_000)
-    unseen = next(f for f in mixed if f.kind == "unseen")
-    assert sorted(f.n_options or 0 for f in mixed) == [0, 2] and unseen.model_extra["n"] == 600
-    assert unseen.temperature == pytest.approx(3.0, rel=0.2)
+    assert sorted((f.kind, f.n_options, f.n_options_max) for f in fits if f.kind == "options") == [
+        ("options", 2, 2), ("options", 3, 3)]
+    two, three = (f.temperature for f in fits if f.kind == "options")
+    assert two < 1 < three  # sharpened where the engine is underconfident, softened where over
+    # The unseen-question fit is always made, on every row, for the counts no range holds.
+    assert [f.model_extra["n"] for f in fits if f.kind == "unseen"] == [1200]
+    # One kind of engine behaviour: nothing to beat, so no ranges.
+    alike = questions(2.0, 3, "alike") + questions(2.0, 2, "also alike")
+    assert [f.kind for f in fit(alike, min_question_rows=10_000)] == ["unseen"]
+
+
+def test_an_option_count_range_needs_enough_questions_to_be_judged():
+    few = questions(3.0, 3, "three", asked=MIN_RANGE_QUESTIONS - 1) + questions(0.4, 2, "two")
+    assert [f.kind for f in fit(few, min_question_rows=10_000)] == ["unseen"]
 
 
 def test_ece_against_a_hand_computed_value():

@@ -16,19 +16,22 @@ A fit names the provider and the model or checkpoint it was fitted for and is
 ignored for any other. For one answer the first fit that exists applies, in this order:
 
 1. the question's own fit (`question`), fitted on that question's labelled rows;
-2. the option-count fit (`n_options`), written only where leaving whole questions out showed
-   it beats the engine-wide fit on questions it never saw;
+2. the option-count fit whose range (`n_options` to `n_options_max`, inclusive) holds the
+   answer's option count. An engine's ranges are chosen together by leaving whole questions
+   out, and written only where splitting by option count beats one fit for every question;
 3. the fit for unseen questions (`unseen: true`), one per engine, fitted on every labelled
    question and judged by leaving one question out;
 4. none: the engine's own probabilities (`calibrated: false`; `[gateway] uncalibrated` says
    whether to answer with them or abstain).
 
-Fits file, format version 3 (written by `system1 calibrate`; versions 1 and 2, without the
-unseen-question fit or the correction, are read too):
+Fits file, format version 4 (written by `system1 calibrate`; versions 1 to 3 are read too: they
+have no option-count ranges, so their `n_options` is one count, and versions 1 and 2 have no
+unseen-question fit or correction):
 
-    {"format": "system1-calibration", "version": 3,
+    {"format": "system1-calibration", "version": 4,
      "fits": [{"provider": "systemone", "model": "minilm", "question": "...", "temperature": 0.42, "n": 45},
-              {"provider": "systemone", "model": "minilm", "n_options": 3, "temperature": 0.6, "n": 69},
+              {"provider": "systemone", "model": "minilm", "n_options": 3, "n_options_max": 12,
+               "temperature": 0.6, "n": 69},
               {"provider": "systemone", "model": "minilm", "unseen": true, "temperature": 1.7, "n": 300,
                "content_free": true}]}
 
@@ -39,7 +42,7 @@ package; for each kind of fit the local file wins.
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import OrderedDict, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,8 +52,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from .stored import VersionedFile, read_all
 
 FORMAT = "system1-calibration"
-VERSION = 3
-READABLE_VERSIONS = (1, 2, 3)
+VERSION = 4
+READABLE_VERSIONS = (1, 2, 3, 4)
 SHIPPED_FITS = Path(__file__).with_name("calibration.json")
 LOCAL_FITS_NAME = "calibration.json"
 
@@ -63,15 +66,31 @@ class Fit(BaseModel):
     model: str
     question: str | None = None
     n_options: int | None = Field(default=None, ge=2)
+    n_options_max: int | None = None  # the range's last count; files before version 4 give one count
     unseen: bool = False
     temperature: float = Field(gt=0.0)
     content_free: bool = False  # fitted on probabilities after the content-free correction
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_count_by_default(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("n_options") is not None and data.get("n_options_max") is None:
+            return {**data, "n_options_max": data["n_options"]}
+        return data
 
     @model_validator(mode="after")
     def _one_key(self) -> Fit:
         if [self.question is not None, self.n_options is not None, self.unseen].count(True) != 1:
             raise ValueError("a fit has exactly one of 'question', 'n_options' or 'unseen: true'")
+        if self.n_options is None and self.n_options_max is not None:
+            raise ValueError("'n_options_max' needs 'n_options'")
+        if self.n_options is not None and self.n_options_max < self.n_options:
+            raise ValueError("'n_options_max' is below 'n_options'")
         return self
+
+    def covers(self, n_options: int) -> bool:
+        """Whether this option-count fit's range holds `n_options`."""
+        return self.n_options is not None and self.n_options <= n_options <= self.n_options_max
 
     @property
     def kind(self) -> str:
@@ -80,7 +99,7 @@ class Fit(BaseModel):
 
     @property
     def key(self) -> tuple:
-        return (self.provider, self.model, self.question, self.n_options, self.unseen)
+        return (self.provider, self.model, self.question, self.n_options, self.n_options_max, self.unseen)
 
 
 class FitsFile(VersionedFile):
@@ -157,16 +176,19 @@ class Calibrator:
         self.sources = sources
         self.errors = errors or []
         self._by_question: dict[tuple[str, str, str], Fit] = {}
-        self._by_count: dict[tuple[str, str, int], Fit] = {}
+        # An engine's option-count ranges are made together, so a source's set replaces another's.
+        self._by_count: dict[tuple[str, str], list[Fit]] = {}
         self._unseen: dict[tuple[str, str], Fit] = {}
         for source in reversed(sources):  # earlier sources (local) overwrite later ones
+            ranges: dict[tuple[str, str], list[Fit]] = defaultdict(list)
             for fit in source.fits:
                 if fit.question is not None:
                     self._by_question[(fit.provider, fit.model, fit.question)] = fit
                 elif fit.n_options is not None:
-                    self._by_count[(fit.provider, fit.model, fit.n_options)] = fit
+                    ranges[(fit.provider, fit.model)].append(fit)
                 else:
                     self._unseen[(fit.provider, fit.model)] = fit
+            self._by_count.update(ranges)
 
     @classmethod
     def load(cls, local: Path | None, shipped: Path = SHIPPED_FITS) -> Calibrator:
@@ -177,7 +199,7 @@ class Calibrator:
         """The fit that applies, in the order of the module docstring, or None (also when the
         fit needs the content-free correction and the request has no context to correct)."""
         found = (self._by_question.get((provider, model, question))
-                 or self._by_count.get((provider, model, n_options))
+                 or next((f for f in self._by_count.get((provider, model), ()) if f.covers(n_options)), None)
                  or self._unseen.get((provider, model)))
         return None if found is None or (found.content_free and not has_context) else found
 
@@ -188,10 +210,11 @@ class Calibrator:
         return {
             model: {
                 "questions": sorted(q for p, m, q in self._by_question if (p, m) == (provider, model)),
-                "option_counts": sorted(n for p, m, n in self._by_count if (p, m) == (provider, model)),
+                "option_counts": sorted([f.n_options, f.n_options_max] for f in self._by_count.get((provider, model), ())),
                 "unseen_questions": (provider, model) in self._unseen,
                 "content_free_correction": any(
-                    f.content_free for f in (*self._by_question.values(), *self._by_count.values(), *self._unseen.values())
+                    f.content_free for f in (*self._by_question.values(), *self._unseen.values(),
+                                             *(f for fits in self._by_count.values() for f in fits))
                     if (f.provider, f.model) == (provider, model)),
             }
             for model in sorted(models)
@@ -207,7 +230,8 @@ class Calibrator:
                         "provider": f.provider,
                         "model": f.model,
                         **({"question": f.question} if f.question is not None
-                           else {"n_options": f.n_options} if f.n_options is not None else {"unseen": True}),
+                           else {"n_options": f.n_options, "n_options_max": f.n_options_max} if f.n_options is not None
+                           else {"unseen": True}),
                         "temperature": f.temperature,
                         "content_free": f.content_free,
                     }

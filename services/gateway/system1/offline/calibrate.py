@@ -33,6 +33,7 @@ from .fitting import (
     log_loss,
     measure,
     question_held_out,
+    question_weighted_ece,
     recommend,
     top,
 )
@@ -190,6 +191,8 @@ def results(rows: list[Answered], target_accuracy: float, k: int) -> tuple[dict[
         "content_free": content_free,
         "content_free_choice": [{"content_free": mode, "unseen_question_log_loss": loss_by_mode[mode],
                                  "unseen_question_ece": measure(rows, unseen_by_mode[mode])["ece"]} for mode in modes],
+        "unseen_question_ece_by_question": {"before": question_weighted_ece(rows, raw),
+                                            "after": question_weighted_ece(rows, unseen)},
         "fits": [f.model_dump() for f in fits],
         "overall": section(list(range(len(rows)))),
         "questions": {q: section(ix) for q, ix in groups.items()},
@@ -233,8 +236,14 @@ def render(report: dict[str, Any], sources: list[str], problems: list[str]) -> s
                   f"{'with' if c['content_free'] else 'without'}: log-loss {c['unseen_question_log_loss']:.3f}, "
                   f"ECE {c['unseen_question_ece']:.3f}" for c in report["content_free_choice"])
               + f". Kept: {'with' if report['content_free'] else 'without'}."]
-    lines += ["", "Option-count fits: " + ", ".join(f"{f['n_options']} options: T = {f['temperature']} (n = {f['n']})"
-                                               for f in report["fits"] if f.get("n_options"))]
+    by_question = report["unseen_question_ece_by_question"]
+    lines += ["", f"ECE on unseen questions with every question counted once (not by its rows): "
+              f"{by_question['before']:.3f} → {by_question['after']:.3f}."]
+    ranges = [f"{f['n_options']}" + (f"–{f['n_options_max']}" if f['n_options_max'] != f['n_options'] else "")
+              + f" options: T = {f['temperature']} ({f['questions']} questions, {f['n']} rows)"
+              for f in report["fits"] if f.get("n_options")]
+    lines += ["", "Option-count ranges (chosen by leaving one question out): "
+              + ("; ".join(ranges) if ranges else "none beat one fit for every question") + "."]
     if problems:
         lines += ["", f"{len(problems)} rows were not answered: " + "; ".join(problems[:5])]
     return "\n".join(lines) + "\n"

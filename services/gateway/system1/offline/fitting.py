@@ -3,8 +3,8 @@
 Fits are made on the engine's probabilities as they are, or after the content-free correction
 (`content_free=True`, see `core/calibration.py`): `system1 calibrate` makes both and keeps the
 one that predicts questions left out better. Per engine (provider, model): one temperature per question with enough labelled rows; one for
-questions no fit has seen, on all rows; and one per option count only where leaving whole
-questions out shows it predicts those questions better than the unseen-question fit. Each
+questions no fit has seen, on all rows; and one per range of option counts only where leaving
+whole questions out shows that such ranges predict those questions better than one fit. Each
 minimises the negative log-likelihood of the labels. Measurements: accuracy, expected calibration error (ECE, ten
 equal-width bins), Brier score, AUROC of confidence for telling right from wrong, and a table
 of coverage against accuracy by threshold. Cross-validation fits on k-1 folds and measures on
@@ -18,12 +18,14 @@ import math
 import random
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
+from itertools import combinations
 from dataclasses import dataclass, replace
 
 from ..core.calibration import Calibrator, Fit, Source, correct, temper
 
 MIN_QUESTION_ROWS = 10
-MIN_BUCKET_QUESTIONS = 2  # an option-count fit needs this many questions to be judged on unseen ones
+MAX_RANGES = 2  # option-count ranges per engine
+MIN_RANGE_QUESTIONS = 5  # fewer questions cannot show that a range's own temperature transfers
 THRESHOLDS = (0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95)
 _EPS = 1e-12
 
@@ -104,26 +106,58 @@ def fit_temperature(rows: Sequence[Answered], low: float = 0.02, high: float = 5
     return math.exp((a + b) / 2)
 
 
-def _count_fit_beats_unseen_fit(engine_rows: Sequence[Answered], n_options: int) -> bool:
-    """Whether, leaving each question with `n_options` options out in turn, a fit on the other
-    questions with that many options predicts it better than one fitted on every other question."""
-    bucket_questions = {r.question for r in engine_rows if r.n_options == n_options}
-    if len(bucket_questions) < MIN_BUCKET_QUESTIONS:
-        return False
-    count_loss = unseen_loss = 0.0
-    for question in bucket_questions:
-        tested = [r for r in engine_rows if r.question == question]
-        others = [r for r in engine_rows if r.question != question]
-        same_count = [r for r in others if r.n_options == n_options]
-        count_loss += nll(tested, fit_temperature(same_count)) * len(tested)
-        unseen_loss += nll(tested, fit_temperature(others)) * len(tested)
-    return count_loss < unseen_loss
+# Temperatures tried when choosing option-count ranges: log-spaced over fit_temperature's range.
+GRID = tuple(math.exp(math.log(0.02) + i * math.log(50.0 / 0.02) / 159) for i in range(160))
+
+
+def _loss_curve(rows: Sequence[Answered]) -> list[float]:
+    """The summed negative log-likelihood of `rows` at each temperature of GRID."""
+    prepared = _log_shares(rows)
+    return [_nll(prepared, t) * len(rows) for t in GRID]
+
+
+def _partitions(counts: Sequence[int], most: int) -> Iterable[list[tuple[int, int]]]:
+    """Every split of the sorted `counts` into at most `most` contiguous ranges (first, last)."""
+    for parts in range(1, min(most, len(counts)) + 1):
+        for cuts in combinations(range(1, len(counts)), parts - 1):
+            edges = (0, *cuts, len(counts))
+            yield [(counts[a], counts[b - 1]) for a, b in zip(edges, edges[1:])]
+
+
+def option_ranges(engine_rows: Sequence[Answered]) -> list[tuple[int, int]]:
+    """The option-count ranges, one temperature each, that predict questions left out best.
+
+    Every split into at most MAX_RANGES contiguous ranges of the option counts seen, each holding
+    at least MIN_RANGE_QUESTIONS questions, is judged by leaving one question out at a time and
+    fitting its range's temperature on the other questions; a single range (the unseen-question
+    fit alone) wins ties. The sums of per-question loss curves make each of those fits a lookup.
+    """
+    by_question: dict[str, list[Answered]] = defaultdict(list)
+    for row in engine_rows:
+        by_question[row.question].append(row)
+    curves = {q: _loss_curve(group) for q, group in by_question.items()}
+    counts_of = {q: group[0].n_options for q, group in by_question.items()}
+    best: tuple[float, list[tuple[int, int]]] | None = None
+    for ranges in _partitions(sorted(set(counts_of.values())), MAX_RANGES):
+        members = [[q for q, n in counts_of.items() if low <= n <= high] for low, high in ranges]
+        if len(ranges) > 1 and min(map(len, members)) < MIN_RANGE_QUESTIONS:
+            continue
+        loss = 0.0
+        for questions in members:
+            total = [sum(column) for column in zip(*(curves[q] for q in questions))]
+            for q in questions:
+                curve = curves[q]
+                others = [t - c for t, c in zip(total, curve)]
+                loss += curve[others.index(min(others))] if len(questions) > 1 else min(curve)
+        if best is None or loss < best[0] - 1e-9:
+            best = (loss, ranges)
+    return best[1] if best else []
 
 
 def fit(rows: Sequence[Answered], min_question_rows: int = MIN_QUESTION_ROWS, content_free: bool = False) -> list[Fit]:
-    """Per engine: question fits where a question has enough rows, the fit for unseen questions
-    on all rows, and option-count fits only where they beat it on questions left out. With
-    `content_free`, on the corrected probabilities of the rows that have a context."""
+    """Per engine: question fits where a question has enough rows, option-count fits for the
+    ranges `option_ranges` chooses when it splits them, and the fit for unseen questions on all
+    rows. With `content_free`, on the corrected probabilities of the rows that have a context."""
     by_engine: dict[tuple[str, str], list[Answered]] = defaultdict(list)
     for row in rows:
         if content_free and row.baseline is None:
@@ -132,20 +166,18 @@ def fit(rows: Sequence[Answered], min_question_rows: int = MIN_QUESTION_ROWS, co
     fits = []
     for (provider, model), engine_rows in by_engine.items():
         by_question: dict[str, list[Answered]] = defaultdict(list)
-        by_count: dict[int, list[Answered]] = defaultdict(list)
         for row in engine_rows:
             by_question[row.question].append(row)
-            by_count[row.n_options].append(row)
         engine = {"provider": provider, "model": model, "content_free": content_free}
         fits += [Fit(**engine, question=q, temperature=round(fit_temperature(group), 4), n=len(group))
                  for q, group in by_question.items() if len(group) >= min_question_rows]
-        counted = {n for n in by_count if _count_fit_beats_unseen_fit(engine_rows, n)}
-        fits += [Fit(**engine, n_options=n, temperature=round(fit_temperature(by_count[n]), 4), n=len(by_count[n]))
-                 for n in sorted(counted)]
-        # The unseen fit serves the option counts without a fit of their own: fit it on those.
-        served = [r for r in engine_rows if r.n_options not in counted] or list(engine_rows)
-        fits.append(Fit(**engine, unseen=True, temperature=round(fit_temperature(served), 4),
-                        n=len(served), questions=len({r.question for r in served})))
+        ranges = option_ranges(engine_rows)
+        for low, high in ranges if len(ranges) > 1 else ():
+            served = [r for r in engine_rows if low <= r.n_options <= high]
+            fits.append(Fit(**engine, n_options=low, n_options_max=high, temperature=round(fit_temperature(served), 4),
+                            n=len(served), questions=len({r.question for r in served})))
+        fits.append(Fit(**engine, unseen=True, temperature=round(fit_temperature(engine_rows), 4),
+                        n=len(engine_rows), questions=len(by_question)))
     return fits
 
 
@@ -204,18 +236,27 @@ def log_loss(rows: Sequence[Answered], probabilities: Sequence[dict[str, float]]
 
 
 # -- measurements --------------------------------------------------------------------------------
-def ece(confidences: Sequence[float], correct: Sequence[bool], bins: int = 10) -> float:
-    """Expected calibration error: |accuracy − mean confidence| per bin, weighted by bin size."""
-    total = len(confidences)
+def ece(confidences: Sequence[float], correct: Sequence[bool], bins: int = 10,
+        weights: Sequence[float] | None = None) -> float:
+    """Expected calibration error: |accuracy − mean confidence| per bin, weighted by bin size
+    (by the rows' `weights` when given)."""
+    weights = weights or [1.0] * len(confidences)
+    total = sum(weights)
     grouped: dict[int, list[int]] = defaultdict(list)
     for index, confidence in enumerate(confidences):
         grouped[min(int(confidence * bins), bins - 1)].append(index)
-    error = 0.0
-    for members in grouped.values():
-        accuracy = sum(correct[i] for i in members) / len(members)
-        mean_confidence = sum(confidences[i] for i in members) / len(members)
-        error += len(members) / total * abs(accuracy - mean_confidence)
-    return error
+    return sum(abs(sum(weights[i] * (correct[i] - confidences[i]) for i in members)) for members in grouped.values()) / total
+
+
+def question_weighted_ece(rows: Sequence[Answered], probabilities: Sequence[dict[str, float]]) -> float:
+    """ECE with every question counting once, however many rows it has: what a new question
+    can expect when a few questions hold most of the rows."""
+    sizes: dict[str, int] = defaultdict(int)
+    for row in rows:
+        sizes[row.question] += 1
+    picks = [top(p) for p in probabilities]
+    return ece([c for _, c in picks], [o == row.label for (o, _), row in zip(picks, rows)],
+               weights=[1 / sizes[row.question] for row in rows])
 
 
 def brier(probabilities: Sequence[dict[str, float]], rows: Sequence[Answered]) -> float:
