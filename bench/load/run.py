@@ -90,6 +90,39 @@ def gateway(config: str):
         shutil.rmtree(state, ignore_errors=True)
 
 
+@contextmanager
+def bare_endpoint():
+    """The reference endpoint (bare_endpoint.py) on the same server stack as the gateway."""
+    port = free_port()
+    with process([sys.executable, str(HERE / "bare_endpoint.py"), "--port", str(port)],
+                 ready_url=f"http://127.0.0.1:{port}/readyz") as proc:
+        yield f"http://127.0.0.1:{port}", proc
+
+
+def side_by_side(seconds: int, rounds: int) -> dict:
+    """The gateway on the mock engine against the bare endpoint, 16 connections, run in turn
+    `rounds` times so that both see the same machine; medians of the rounds, and their ratio."""
+    from system1.service.server import server_stack
+
+    runs: dict[str, list[dict]] = {"gateway": [], "bare": []}
+    with gateway(MOCK_CONFIG) as (url, proc, _), bare_endpoint() as (bare_url, bare_proc):
+        for _ in range(rounds):
+            for name, base, pid in (("gateway", url, proc.pid), ("bare", bare_url, bare_proc.pid)):
+                runs[name].append(wrk(base + "/v1/decide", SEED, 16, seconds, watch_pid=pid))
+        one = {name: wrk(base + "/v1/decide", SEED, 1, seconds) for name, base in (("gateway", url), ("bare", bare_url))}
+    medians = {name: statistics.median(r["requests_per_s"] for r in rs) for name, rs in runs.items()}
+    return {
+        "server_stack": " + ".join(server_stack()),
+        "rounds": rounds,
+        "connections": 16,
+        "gateway_requests_per_s": [r["requests_per_s"] for r in runs["gateway"]],
+        "bare_requests_per_s": [r["requests_per_s"] for r in runs["bare"]],
+        "ratio": round(medians["gateway"] / medians["bare"], 3),
+        "one_connection_p50_ms": {name: r["p50"] for name, r in one.items()},
+        "non_2xx": sum(r["non_2xx"] for rs in runs.values() for r in rs),
+    }
+
+
 def systemone_config(endpoint: str, batch: bool, timeout_s: float = 30) -> str:
     return (f'[gateway]\nprovider = "systemone"\ntimeout_s = {timeout_s}\nmin_confidence = 0\n'
             f'[service]\nhealth_interval_s = 60\n'
@@ -234,6 +267,9 @@ def main() -> None:
         "date": time.strftime("%Y-%m-%d"),
     }
 
+    print("the gateway against a bare FastAPI endpoint, in turn", flush=True)
+    results["against_bare_endpoint"] = side_by_side(seconds, 2 if args.quick else 3)
+
     print("mock: latency with one client, throughput with 64", flush=True)
     with gateway(MOCK_CONFIG) as (url, proc, env):
         time.sleep(1)
@@ -297,7 +333,12 @@ def summarise(r: dict) -> None:
 def report(r: dict) -> str:
     s = r["summary"]
     b = r["bridge"]
+    bare = r["against_bare_endpoint"]
     rows = [
+        (f"Gateway (mock) against a bare FastAPI endpoint, {bare['server_stack']}, 16 connections, medians of {bare['rounds']} alternating runs",
+         f"{statistics.median(bare['gateway_requests_per_s']):.0f} / {statistics.median(bare['bare_requests_per_s']):.0f} /s = "
+         f"{bare['ratio']:.2f}×; p50 at one connection {bare['one_connection_p50_ms']['gateway']:.2f} / {bare['one_connection_p50_ms']['bare']:.2f} ms",
+         "≥ 0.5×"),
         ("Added latency, mock (whole HTTP round trip), p50 / p99", f"{s['added_latency_mock_p50_ms']:.2f} / {s['added_latency_mock_p99_ms']:.2f} ms", "p50 ≤ 1 ms"),
         ("Added latency over a direct HTTP engine call, p50 / p99", f"{s['added_latency_http_adapter_p50_ms']:.2f} / {s['added_latency_http_adapter_p99_ms']:.2f} ms", "p50 ≤ 2 ms"),
         ("Decisions per second, mock, one worker, 64 clients", f"{s['mock_decisions_per_s']:.0f} /s (wrk CPU {r['mock_64_clients']['wrk_cpu_share']:.0%}, gateway CPU {r['mock_64_clients']['server_cpu_share']:.0%})", "≥ 1,000"),

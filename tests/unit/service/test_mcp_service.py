@@ -175,13 +175,23 @@ def test_sighup_during_start_up_never_kills_the_service(tmp_path):
     assert "reloaded" in (tmp_path / "serve.log").read_text()
 
 
-def test_a_connection_that_never_finishes_its_request_head_is_closed(tmp_path):
+# The production stack where uvloop and httptools import, and the fallback with them hidden.
+SERVER_STACKS = {
+    "uvloop and httptools": [sys.executable, "-m", "system1"],
+    "asyncio and h11": [sys.executable, "-c", "import sys; sys.modules.update(uvloop=None, httptools=None); "
+                        "from system1.cli import main; sys.exit(main())"],
+}
+
+
+@pytest.mark.parametrize("stack", SERVER_STACKS)
+def test_a_connection_that_never_finishes_its_request_head_is_closed(tmp_path, stack):
     port = free_port()
     config = tmp_path / "config.toml"
     config.write_text('[gateway]\nprovider = "mock"\n[service]\nheader_timeout_s = 0.5\n')
     env = {**os.environ, "SYSTEM1_CONFIG": str(config), "SYSTEM1_INSTALL_DIR": str(tmp_path / "state")}
-    with subprocess.Popen([sys.executable, "-m", "system1", "serve", "--port", str(port)], env=env,
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as server:
+    log_path = tmp_path / "serve.log"
+    with log_path.open("w") as log, subprocess.Popen([*SERVER_STACKS[stack], "serve", "--port", str(port)], env=env,
+                                                     stdout=log, stderr=log) as server:
         try:
             with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
                 wait_until(lambda: answers(client), server)
@@ -191,3 +201,5 @@ def test_a_connection_that_never_finishes_its_request_head_is_closed(tmp_path):
         finally:
             server.terminate()
             server.wait(timeout=30)
+    loop, parser = stack.split(" and ")
+    assert f"with the {loop} event loop and the {parser} HTTP parser" in log_path.read_text()

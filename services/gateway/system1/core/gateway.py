@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import time
 from collections.abc import Mapping
 from dataclasses import replace
@@ -69,6 +70,7 @@ class Gateway:
         heads: Heads | None = None,
     ) -> None:
         self.config = config
+        self._pause_path = str(self.pause_file)
         self.errors = list(config.errors)
         self.observer = observer or Observer()
         self.providers: dict[str, Provider] = dict(providers or {})
@@ -105,7 +107,7 @@ class Gateway:
 
     @property
     def paused(self) -> bool:
-        return self.pause_file.exists()
+        return os.path.exists(self._pause_path)  # asked on every decision: no pathlib on this path
 
     def max_options(self) -> int:
         """The primary engine's option limit, within the schema's own."""

@@ -30,7 +30,7 @@ from .service import Service
 logger = logging.getLogger(__name__)
 
 
-def _service(request: Request) -> Service:
+async def _service(request: Request) -> Service:  # async: FastAPI would run a plain def in a thread
     return request.app.state.service
 
 
