@@ -39,4 +39,4 @@ if __name__ == "__main__":
     parser.add_argument("--port", type=int, required=True)
     loop, http = server_stack()
     uvicorn.run(app, host="127.0.0.1", port=parser.parse_args().port, loop=loop, http=http,
-                log_config=None, access_log=False)
+                log_config=None, access_log=False, proxy_headers=False)  # as `system1 serve`

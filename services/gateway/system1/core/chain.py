@@ -146,8 +146,8 @@ class Chain:
         and (when turned away) retry hint."""
         provider = self.providers[name]
         try:
-            lane = self.lanes[name].run(state, queries, client, priority, timeout_s, work)
-            raws = await asyncio.wait_for(lane, timeout_s)
+            async with asyncio.timeout(timeout_s):  # unlike wait_for, no task of its own
+                raws = await self.lanes[name].run(state, queries, client, priority, timeout_s, work)
             if len(raws) != len(queries):
                 raise MalformedResponse(f"{len(raws)} answers for {len(queries)} questions")
             answers = [check_answer(raw, query, provider.model_id) for raw, query in zip(raws, queries)]

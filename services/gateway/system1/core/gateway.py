@@ -301,6 +301,8 @@ class Gateway:
     ) -> list[dict[str, float] | None]:
         """The content-free answers that the applying fits need: remembered, or asked of the
         provider that answered (`name`), in one pass for all the questions not asked yet."""
+        if not any(fit is not None and fit.content_free for fit in fits):
+            return [None] * len(queries)
         blank = content_free(state)
         shape = json.dumps(blank, sort_keys=True)
         keys = [(name, reply.model, query.question, tuple(query.choices), shape)

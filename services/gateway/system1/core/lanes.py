@@ -192,12 +192,11 @@ class Lane:
         started = time.perf_counter()
         try:
             # The pass itself is bounded too: an adapter that ignores its timeout cannot hold the slot.
-            if len(jobs) == 1:
-                call = self.provider.decide_many(jobs[0].state, jobs[0].queries, timeout_s)
-                results = [await asyncio.wait_for(call, timeout_s)]
-            else:
-                call = self.provider.decide_batch([j.state for j in jobs], jobs[0].queries, timeout_s)
-                results = await asyncio.wait_for(call, timeout_s)
+            async with asyncio.timeout(timeout_s):
+                if len(jobs) == 1:
+                    results = [await self.provider.decide_many(jobs[0].state, jobs[0].queries, timeout_s)]
+                else:
+                    results = await self.provider.decide_batch([j.state for j in jobs], jobs[0].queries, timeout_s)
             for job, result in zip(jobs, results):
                 if not job.future.done():
                     job.future.set_result(result)

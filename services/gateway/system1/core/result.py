@@ -64,3 +64,7 @@ class Decision:
 
     def envelope_json(self) -> dict[str, Any]:
         return self.envelope().model_dump(mode="json")
+
+    def envelope_bytes(self) -> bytes:
+        """The envelope serialised, as REST sends it (pydantic's own serialiser, no dict between)."""
+        return self.envelope().model_dump_json().encode()

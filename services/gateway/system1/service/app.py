@@ -21,7 +21,7 @@ from ..core.schema import ErrorCode, RequestError
 from .hygiene import ANONYMOUS, Hygiene, envelope
 from .mcp import build_server
 from .mcp_http import McpSessions
-from .routes import router
+from .routes import direct_decide, invalid_request, router
 from .service import Service
 
 
@@ -75,11 +75,11 @@ def create_app(service: Service) -> FastAPI:
 
     @app.exception_handler(RequestError)
     async def bad_request(request: Request, exc: RequestError) -> JSONResponse:
-        return envelope(ErrorCode.INVALID_REQUEST, exc.message, 400)
+        return invalid_request(exc)
 
     # Any other exception is answered by `Hygiene`, without closing the connection.
 
     app.include_router(router)
     app.router.routes.append(Route("/mcp", endpoint=mcp))
-    app.add_middleware(Hygiene, service=service)
+    app.add_middleware(Hygiene, service=service, direct={("POST", "/v1/decide"): direct_decide(service)})
     return app

@@ -48,12 +48,15 @@ class Hygiene:
     declared body size, broken key configuration (everything but `/healthz` closed), API key.
 
     It names the caller in `scope["state"]`: the key's name, or for the bridge token (and when
-    no keys are configured) the `X-System1-Client` header.
+    no keys are configured) the `X-System1-Client` header. Requests that pass go to the app, or
+    to the `direct` app for their (method, path), which handles them without the router.
     """
 
-    def __init__(self, app: ASGIApp, service: Service) -> None:
+    def __init__(self, app: ASGIApp, service: Service,
+                 direct: dict[tuple[str, str], ASGIApp] | None = None) -> None:
         self.app = app
         self.service = service
+        self.direct = direct or {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -100,8 +103,9 @@ class Hygiene:
             started = started or message["type"] == "http.response.start"
             await send(message)
 
+        app = self.direct.get((scope["method"], scope["path"]), self.app)
         try:
-            await self.app(scope, counted, watched)
+            await app(scope, counted, watched)
         except _BodyTooLarge:
             if not started:
                 await self._too_large(limit)(scope, receive, send)

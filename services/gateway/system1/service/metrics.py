@@ -8,6 +8,7 @@ else is `other`). No request ids or text ever become labels.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -38,6 +39,7 @@ disable_created_metrics()
 class Metrics(Observer):
     def __init__(self, clients: Iterable[str] = ()) -> None:
         self.clients = frozenset(clients)
+        self._children: dict[tuple, Any] = {}
         r = self.registry = CollectorRegistry()
         self.decisions = Counter("system1_decisions", "Decisions answered, by provider and status.",
                                  ["provider", "status"], registry=r)
@@ -77,37 +79,46 @@ class Metrics(Observer):
         return client if client in self.clients else OTHER
 
     # -- Observer ----------------------------------------------------------------------------
+    def _child(self, metric: Any, *labels: str) -> Any:
+        """`metric.labels(*labels)`, remembered: prometheus_client validates and locks on every
+        lookup, and these run several times per decision."""
+        key = (metric, labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*labels)
+        return child
+
     def decision(self, decision: Decision, client: str, seconds: float) -> None:
-        self.decisions.labels(decision.provider or "none", decision.status).inc()
+        self._child(self.decisions, decision.provider or "none", decision.status).inc()
         self.latency.observe(seconds)
-        self.client_decisions.labels(self.client_label(client)).inc()
+        self._child(self.client_decisions, self.client_label(client)).inc()
         if decision.abstain_reason is not None:
-            self.abstentions.labels(decision.abstain_reason).inc()
+            self._child(self.abstentions, decision.abstain_reason).inc()
         if decision.calibration is not None:
-            self.calibrated.labels(decision.provider, decision.calibration).inc()
+            self._child(self.calibrated, decision.provider, decision.calibration).inc()
         if decision.head is not None:
-            self.head_decisions.labels(decision.head).inc()
+            self._child(self.head_decisions, decision.head).inc()
         if decision.confidence is not None:
             self.confidence.observe(decision.confidence)
         if decision.retry_after_s is not None:
             self.overloaded.inc()
 
     def attempt(self, provider: str, outcome: str) -> None:
-        self.attempts.labels(provider, outcome).inc()
+        self._child(self.attempts, provider, outcome).inc()
 
     def engine_pass(self, provider: str, size: int, seconds: float) -> None:
-        self.pass_latency.labels(provider).observe(seconds)
-        self.batch_size.labels(provider).observe(size)
+        self._child(self.pass_latency, provider).observe(seconds)
+        self._child(self.batch_size, provider).observe(size)
 
     def lane(self, provider: str, queued: int, in_flight: int) -> None:
-        self.queue_depth.labels(provider).set(queued)
-        self.in_flight.labels(provider).set(in_flight)
+        self._child(self.queue_depth, provider).set(queued)
+        self._child(self.in_flight, provider).set(in_flight)
 
     def circuit(self, provider: str, state: str) -> None:
-        self.circuit_state.labels(provider).set(CIRCUIT_STATES[state])
+        self._child(self.circuit_state, provider).set(CIRCUIT_STATES[state])
 
     def engine_up(self, provider: str, ok: bool) -> None:
-        self.engine_up_gauge.labels(provider).set(1 if ok else 0)
+        self._child(self.engine_up_gauge, provider).set(1 if ok else 0)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

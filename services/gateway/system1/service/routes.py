@@ -15,6 +15,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..core.gateway import EmbedderUnavailable, LabelsOff
 from ..core.result import Decision
@@ -82,22 +83,28 @@ async def read_json(request: Request) -> Any:
 
 
 async def _unless_disconnected(request: Request, work: Awaitable[Decision]) -> Decision | None:
-    """Run `work`, but cancel it (leaving its lane queue) if the client hangs up first; None then."""
+    """Await `work`, but cancel it (leaving its lane queue) if the client hangs up first; None
+    then. The work runs in this task, which the watcher cancels: no second task per request."""
+    this = asyncio.current_task()
+    hung_up = False
 
-    async def hung_up() -> None:
+    async def watch() -> None:
+        nonlocal hung_up
         while (await request.receive())["type"] != "http.disconnect":
             pass
+        hung_up = True
+        this.cancel()
 
-    task, watcher = asyncio.ensure_future(work), asyncio.ensure_future(hung_up())
+    watcher = asyncio.ensure_future(watch())
     try:
-        await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+        return await work
+    except asyncio.CancelledError:
+        if not hung_up:
+            raise
+        this.uncancel()
+        return None
     finally:
         watcher.cancel()
-        if not task.done():
-            task.cancel()
-    # Let both finish: a cancelled decision must be done before its result is asked for.
-    await asyncio.gather(task, watcher, return_exceptions=True)
-    return None if task.cancelled() else task.result()
 
 
 REQUEST_BODY = {"required": True, "content": {"application/json": {"schema": json_schemas()["request.json"]}}}
@@ -106,7 +113,7 @@ REQUEST_BODY = {"required": True, "content": {"application/json": {"schema": jso
 @router.post("/v1/decide", response_model=DecideResponse,
              responses=BAD_REQUEST | NOT_JSON | {429: _described("every provider's queue is full; see Retry-After")},
              openapi_extra={"requestBody": REQUEST_BODY})
-async def decide(request: Request, service: ServiceDep) -> JSONResponse:
+async def decide(request: Request, service: ServiceDep) -> Response:
     """Schema v1 request in, schema v1 envelope out (also on errors)."""
     payload = await read_json(request)
     client = request.state.system1_client
@@ -119,7 +126,27 @@ async def decide(request: Request, service: ServiceDep) -> JSONResponse:
     status, extra = status_of(decision)
     if decision.model:
         extra[headers.MODEL] = decision.model
-    return JSONResponse(decision.envelope_json(), status_code=status, headers=extra)
+    return Response(decision.envelope_bytes(), status_code=status, headers=extra, media_type="application/json")
+
+
+def direct_decide(service: Service) -> ASGIApp:
+    """`POST /v1/decide` as a plain ASGI app, for `Hygiene` to call straight after its checks:
+    the busiest route skips the router, dependency solving and the exception middleware,
+    whose only work on it is turning `RequestError` into the 400 envelope, done here. (The
+    router's route still describes it in the OpenAPI document and answers other methods.)"""
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            response = await decide(Request(scope, receive), service)
+        except RequestError as exc:
+            response = invalid_request(exc)
+        await response(scope, receive, send)
+
+    return app
+
+
+def invalid_request(exc: RequestError) -> JSONResponse:
+    return envelope(ErrorCode.INVALID_REQUEST, exc.message, 400)
 
 
 @router.post("/v1/embed", responses=BAD_REQUEST | NOT_JSON, openapi_extra={"requestBody": REQUEST_BODY})

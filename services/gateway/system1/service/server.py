@@ -72,6 +72,7 @@ def serve(service: Any, host: str, port: int, early_reloads: list[int]) -> None:
     server = uvicorn.Server(uvicorn.Config(
         create_app(service), host=host, port=port, http=_protocol(parser, service.config.settings.service.header_timeout_s),
         log_config=None, access_log=False,
+        proxy_headers=False,  # no proxy sits in front of it; the client is whoever connected
         timeout_graceful_shutdown=10,
     ))
 
