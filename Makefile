@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup test test-unit test-contract test-fuzz test-stack contract-envs images up down logs smoke smoke-local serve bench bench-engines models schemas clean
+.PHONY: setup test test-unit test-contract test-fuzz test-stack contract-envs images up down purge logs smoke smoke-local serve bench bench-engines models schemas clean
 
 # The host tools, installed once and again whenever what they come from changes; every target
 # that runs them depends on this, so each works on a fresh clone with nothing run before it.
@@ -66,6 +66,16 @@ up: images  ## start the stack and wait until it is healthy
 
 down:  ## stop the stack (volumes are kept; `docker volume rm` to drop them)
 	$(STACK) down --remove-orphans
+
+# Everything labelled with the stack's project, whichever profiles started it, then its images.
+PROJECT_FILTER := --filter label=com.docker.compose.project=system1
+purge:  ## remove the stack's containers, volumes (state, fits, keys, models), networks and images, and the host venvs and build inputs
+	-docker ps -aq $(PROJECT_FILTER) | xargs -r docker rm -f
+	-docker volume ls -q $(PROJECT_FILTER) | xargs -r docker volume rm
+	-docker network ls -q $(PROJECT_FILTER) | xargs -r docker network rm
+	-docker images -q --filter 'reference=system1/*' | sort -u | xargs -r docker rmi -f
+	rm -rf $(VENV) $(VENVS) build .pytest_cache
+	@echo "purged; what lives outside this clone is listed in the README (Uninstall)"
 
 logs:  ## the stack's recent logs
 	$(STACK) logs --tail=200

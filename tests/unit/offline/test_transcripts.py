@@ -9,7 +9,8 @@ import pytest
 
 from system1.cli import main
 from system1.offline.outcomes import apply, judge, summary
-from system1.offline.transcripts import read_sessions
+from system1.offline.transcripts import HINT, read_sessions
+from system1.routing.hook import hint_text
 from system1.offline.usage import DEFAULT_PRICES, load_prices, report
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
@@ -34,7 +35,7 @@ class Transcript:
         return self._add({"type": "user", "message": {"role": "user", "content": text}})
 
     def hint(self, tier):
-        context = f"System-1 routing hint: the task reads like a {tier} task; use model '{tier}' for subagents."
+        context = hint_text(tier)
         return self._add({"type": "system", "subtype": "hook", "content": context})
 
     def spawn(self, tool_id, description, prompt="", subagent="general-purpose", model=None):
@@ -122,6 +123,13 @@ def test_apply_writes_outcomes_into_the_routing_log(projects, tmp_path):
     assert entries[0] == {"source": "agent", "tool_use_id": "t2", "prompt": "x", "outcome": "failed",
                                "outcome_reason": "the tool result was an error", "outcome_tier": "sonnet", "outcome_source": "auto"}
     assert entries[1]["outcome_source"] == "manual" and "outcome" not in entries[2]
+
+
+@pytest.mark.parametrize("tier", ["haiku", "sonnet", "opus"])
+def test_hints_are_read_in_the_current_and_the_previous_wording(tier):
+    previous = (f"System-1 routing hint: the task reads like a {tier} task; use model \"{tier}\" "
+                "for subagents you spawn for it, unless you know better.")
+    assert [HINT.search(text).group(1) for text in (hint_text(tier), previous)] == [tier, tier]
 
 
 def test_report_aggregates(projects):

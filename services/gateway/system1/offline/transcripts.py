@@ -26,7 +26,9 @@ from typing import Any
 from ..routing.rule import TIERS
 
 AGENT_TOOLS = {"Task", "Agent"}
-HINT = re.compile(r"System-1 routing hint: the task reads like a (haiku|sonnet|opus) task")
+# The current wording, and the one before it (older transcripts).
+HINT = re.compile(r"System-1 routing hint: (?:the local System-1 Gateway classifies this task as |the task reads like an? )"
+                  r"(haiku|sonnet|opus)\b")
 NOTIFICATION = re.compile(r"<task-notification>.*?</task-notification>", re.S)
 STATUS = re.compile(r"<status>\s*(\w+)\s*</status>")
 

@@ -98,8 +98,9 @@ def silence_reason(prompt: str) -> str | None:
 
 
 def hint_text(tier_name: str) -> str:
-    return (f"System-1 routing hint: the task reads like a {tier_name} task; use model \"{tier_name}\" "
-            "for subagents you spawn for it, unless you know better.")
+    # A statement of fact, not an instruction: clients treat instruction-like hook context as a
+    # possible prompt injection.
+    return f"System-1 routing hint: the local System-1 Gateway classifies this task as {tier_name}-tier work (model \"{tier_name}\")."
 
 
 def feature_view(decision: Decision) -> dict[str, Any]:
@@ -205,7 +206,7 @@ class RoutingHook:
         if answer.confidence < skills.min_confidence:
             outcome.skill["silent"] = f"below the picker's threshold {skills.min_confidence:.2f}"
         elif skills.hint:
-            hint = f"System-1 skill hint: consider the `{name}` skill if it fits."
+            hint = f"System-1 skill hint: the `{name}` skill matches this prompt."
             outcome.context = f"{outcome.context}\n{hint}" if outcome.context else hint
         else:
             outcome.skill["silent"] = "record only (hint = false)"

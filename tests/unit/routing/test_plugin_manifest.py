@@ -1,0 +1,36 @@
+"""The Claude Code plugin's manifests, as Claude Code reads them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).parents[3]
+PLUGIN = ROOT / "plugin"
+
+
+def load(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def test_the_manifest_does_not_name_the_hooks_file_claude_code_loads_by_itself():
+    # Naming hooks/hooks.json again makes Claude Code report "Duplicate hooks file detected".
+    manifest = load(PLUGIN / ".claude-plugin" / "plugin.json")
+    assert "hooks" not in manifest and (PLUGIN / "hooks" / "hooks.json").is_file()
+    assert manifest["author"]["name"] and manifest["license"] == "Apache-2.0"
+
+
+def test_the_marketplace_describes_itself_and_lists_the_plugin_by_its_manifest_name():
+    marketplace = load(ROOT / ".claude-plugin" / "marketplace.json")
+    assert marketplace["metadata"]["description"] and marketplace["owner"]["name"]
+    [entry] = marketplace["plugins"]
+    assert entry["name"] == load(PLUGIN / ".claude-plugin" / "plugin.json")["name"]
+    assert (ROOT / entry["source"] / ".claude-plugin" / "plugin.json").is_file()
+
+
+def test_the_agent_spawn_recorder_runs_in_the_background_and_the_prompt_hook_does_not():
+    hooks = load(PLUGIN / "hooks" / "hooks.json")["hooks"]
+    [recorder] = [h for group in hooks["PreToolUse"] for h in group["hooks"]]
+    [prompt] = [h for group in hooks["UserPromptSubmit"] for h in group["hooks"]]
+    assert recorder["async"] is True  # an Agent spawn must not wait for the gateway
+    assert not prompt.get("async")  # its hint is additional context, needed before the prompt runs
