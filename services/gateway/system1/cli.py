@@ -94,6 +94,7 @@ def parser() -> argparse.ArgumentParser:
 
     evaluate = commands.add_parser("evaluate", parents=[service], help="read-only: is the engine ready to route? READY or NOT READY")
     evaluate.add_argument("--log", help="routing log (default: [routing] log_file)")
+    evaluate.add_argument("--provider", help="ask this configured provider instead of the chain (evaluate before switching)")
     evaluate.add_argument("--threshold", type=SHARE, help="routing threshold (default: [routing] min_confidence)")
     evaluate.add_argument("--min-feature-accuracy", type=SHARE, default=0.85)
     evaluate.add_argument("--min-safety", type=SHARE, default=0.95)

@@ -13,7 +13,6 @@ from . import EXIT_HEALTH, EXIT_OK, EXIT_START, talk_to_service
 def run(args: argparse.Namespace) -> int:
     from ..core.config import load_config
     from ..offline import evaluate as tool
-    from ..routing.features import FEATURES
     from ..service.client import ServiceClient
 
     config = load_config()
@@ -29,17 +28,11 @@ def run(args: argparse.Namespace) -> int:
 
     async def work(service: ServiceClient) -> int:
         answers: list[dict[str, tool.FeatureAnswer]] = []
-        for entry in entries:
-            found = {}
-            for name, question in FEATURES.items():
-                body = {"question": question, "context": {"prompt": entry["prompt"]}, "min_confidence": 0}
-                reply = (await service.decide(body, client="evaluate", batch=True)).envelope
-                if reply.get("probabilities") and reply.get("confidence") is not None:
-                    p = reply["probabilities"]
-                    answer = reply.get("decision") or max(p, key=p.get)
-                    found[name] = tool.FeatureAnswer(answer, reply["confidence"], p.get("yes", 0.0))
-            answers.append(found)
-        report = tool.assess(entries, answers, threshold)
+        for entry in entries:  # the four features of an entry in one engine pass
+            reply = await service.features(entry["prompt"], args.provider, client="evaluate", batch=True)
+            answers.append({name: tool.FeatureAnswer(f["answer"] or max(p, key=p.get), f["confidence"], p.get("yes", 0.0))
+                            for name, f in (reply.get("features") or {}).items() if (p := f.get("probabilities"))})
+        report = {**tool.assess(entries, answers, threshold), "provider": args.provider}
         state, reasons = tool.verdict(report, tool.Bars(args.min_feature_accuracy, args.min_safety, args.min_failures))
         if args.json:
             print(json.dumps({**report, "verdict": state, "reasons": reasons}, indent=2))

@@ -91,15 +91,22 @@ class Gateway:
         self.labels = LabelStore(config.install_dir / STORE_NAME, learning.store_max_decisions) if collecting else None
 
     def _build_providers(self) -> None:
+        """Every configured provider (the config validated them all): the chain's, the
+        embedder, and any other, which can be asked by name (`system1 evaluate --provider`)."""
         settings = self.config.settings
-        names = list(settings.chain)
-        if settings.learning.enabled and settings.learning.embedder in settings.providers:
-            names.append(settings.learning.embedder)
-        for name in dict.fromkeys(names):
+        for name in dict.fromkeys([*settings.chain, *settings.providers]):
             try:
                 self.providers[name] = REGISTRY[name](settings.options_for(name))
             except ValueError as exc:
                 self.errors.append(f"[providers.{name}]: {exc}")
+
+    def check_askable(self, name: str) -> None:
+        """`RequestError` unless `name` is a provider this gateway can ask by name."""
+        if name in self.providers:
+            return
+        reason = (f"no [providers.{name}] in the config" if name in REGISTRY
+                  else f"unknown provider; available: {', '.join(REGISTRY)}")
+        raise RequestError(f"provider: {name!r} cannot be asked: {reason}")
 
     @property
     def pause_file(self) -> Path:
@@ -169,9 +176,10 @@ class Gateway:
         threshold: float = 0.0,
         calibrate: bool = True,
         request_id: str | None = None,
+        only: str | None = None,
     ) -> list[Decision]:
         """Every question about one text, in one engine pass where the engine can, each
-        checked, calibrated and held to `threshold`."""
+        checked, calibrated and held to `threshold`; asked of the chain, or of provider `only`."""
         request_id = request_id or new_request_id()
         if self.paused:
             return [Decision(request_id, "abstained", rationale=PAUSED_RATIONALE, abstain_reason="paused")
@@ -188,7 +196,7 @@ class Gateway:
         if self.embedder is not None and self.embedder.name in self.chain.names:
             # Where the embedder may be the one answering, one pass can carry the embedding too.
             queries = [replace(q, embed=True) if found else q for q, found in zip(queries, heads)]
-        answer = await self.chain.ask(state, queries, client, priority, budget_s, work)
+        answer = await self.chain.ask(state, queries, client, priority, budget_s, work, only=only)
         if answer.answers is None or answer.provider is None:
             return [self._failed(request_id, answer) for _ in queries]
         learned = await self._learned(state, queries, heads, answer.provider, answer.answers,

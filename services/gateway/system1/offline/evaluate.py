@@ -125,7 +125,8 @@ def render(report: dict[str, Any], state: str, reasons: list[str]) -> str:
     def pct(value: float | None) -> str:
         return "-" if value is None else f"{value:.0%}"
 
-    lines = [f"Routing readiness at threshold {report['threshold']:.2f}", "",
+    asked = f"provider {report['provider']}" if report.get("provider") else "the gateway's chain"
+    lines = [f"Routing readiness of {asked} at threshold {report['threshold']:.2f}", "",
              f"{'feature':<10} {'n':>4} {'accuracy':>9} {'AUROC':>6} {'coverage@t':>11} {'accuracy@t':>11}"]
     for name, f in report["features"].items():
         auc = "-" if f["auroc"] is None else f"{f['auroc']:.2f}"

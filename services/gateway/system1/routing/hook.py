@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..core.config import Settings
 from ..core.gateway import Gateway
+from ..core.lanes import INTERACTIVE
 from ..core.result import Decision
 from ..core.schema import RequestError, check_json_value, describe
 from ..providers.base import Query
@@ -103,11 +104,28 @@ def hint_text(tier_name: str) -> str:
     return f"System-1 routing hint: the local System-1 Gateway classifies this task as {tier_name}-tier work (model \"{tier_name}\")."
 
 
+def parse_features(payload: Any) -> tuple[str, str | None]:
+    """The prompt and optional provider of a `POST /v1/features` body; `RequestError` naming
+    the field otherwise."""
+    if not isinstance(payload, dict):
+        raise RequestError('request: the body must be a JSON object {"prompt", "provider"?}')
+    check_json_value(payload)
+    for key in payload:
+        if key not in ("prompt", "provider"):
+            raise RequestError(f'{key[:60]}: unknown field; the body is {{"prompt", "provider"?}}')
+    prompt, provider = payload.get("prompt"), payload.get("provider")
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise RequestError("prompt: must be a non-empty string")
+    if provider is not None and (not isinstance(provider, str) or not provider.strip()):
+        raise RequestError("provider: must be the name of a configured provider")
+    return prompt, provider
+
+
 def feature_view(decision: Decision) -> dict[str, Any]:
     """One feature's answer as `/v1/route` reports it."""
     return {"answer": decision.decision, "confidence": decision.confidence or 0.0,
             "abstain": decision.status == "abstained", "calibrated": decision.calibrated,
-            "provider": decision.provider}
+            "provider": decision.provider, "probabilities": decision.probabilities}
 
 
 class RoutingHook:
@@ -146,10 +164,16 @@ class RoutingHook:
         routing = self.settings.routing
         return routing.min_confidence if routing.min_confidence is not None else self.settings.gateway.min_confidence
 
-    async def features(self, prompt: str, client: str, budget_s: float) -> dict[str, dict[str, Any]] | None:
-        """The four features in one engine pass; None when no engine answered in time."""
+    async def feature_decisions(self, prompt: str, client: str, budget_s: float | None, priority: int = INTERACTIVE,
+                                only: str | None = None) -> list[Decision]:
+        """The four features' decisions, in one engine pass of the chain (or of provider `only`)."""
         queries = [Query(question, ["yes", "no"], yes_no=True) for question in FEATURES.values()]
-        decisions = await self.gateway.decide_many({"prompt": prompt}, queries, client, budget_s=budget_s)
+        return await self.gateway.decide_many({"prompt": prompt}, queries, client, priority, budget_s=budget_s,
+                                              only=only)
+
+    async def features(self, prompt: str, client: str, budget_s: float) -> dict[str, dict[str, Any]] | None:
+        """The four features as `/v1/route` reports them; None when no engine answered in time."""
+        decisions = await self.feature_decisions(prompt, client, budget_s)
         if any(d.status == "error" for d in decisions):
             return None
         return {name: feature_view(d) for name, d in zip(FEATURES, decisions)}

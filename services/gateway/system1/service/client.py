@@ -130,6 +130,16 @@ class ServiceClient:
         sent = {headers.CLIENT: client} if client else {}
         return self._ok(await self._send("POST", "/v1/route", json=event, headers=sent))
 
+    async def features(self, prompt: str, provider: str | None = None, *, client: str | None = None,
+                       batch: bool = False) -> dict[str, Any]:
+        """`{"features": {name: {answer, confidence, probabilities, ...}} | None, "error"}` for one
+        prompt, from the chain or the named provider."""
+        sent = {headers.CLIENT: client} if client else {}
+        if batch:
+            sent[headers.PRIORITY] = "batch"
+        body = {"prompt": prompt, **({"provider": provider} if provider else {})}
+        return self._ok(await self._send("POST", "/v1/features", json=body, headers=sent))
+
     async def health(self) -> dict[str, Any]:
         return self._ok(await self._send("GET", "/v1/health"))
 

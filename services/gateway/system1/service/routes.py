@@ -204,6 +204,18 @@ async def route(request: Request, service: ServiceDep) -> JSONResponse:
     return JSONResponse(outcome.as_dict())
 
 
+@router.post("/v1/features", responses=BAD_REQUEST | NOT_JSON, openapi_extra={"requestBody": {"required": True, "content": {
+    "application/json": {"schema": {"type": "object", "additionalProperties": False, "required": ["prompt"], "properties": {
+        "prompt": {"type": "string", "minLength": 1}, "provider": {"type": "string", "minLength": 1}}}}}}})
+async def features(request: Request, service: ServiceDep) -> dict[str, Any]:
+    """The four routing features of a prompt with their probabilities, from the chain or from
+    `provider` (any configured one): what `system1 evaluate` asks. Nothing is logged; an engine
+    failure is `{"features": null, "error": {...}}`."""
+    client = request.state.system1_client
+    priority = service.priority_of(client, request.headers.get(headers.PRIORITY))
+    return await service.features(await read_json(request), client, priority)
+
+
 @router.get("/v1/health")
 async def health(service: ServiceDep) -> dict[str, Any]:
     """Gateway status and a cached probe of each engine in the chain."""

@@ -22,7 +22,8 @@ from ..core.lanes import BATCH, INTERACTIVE
 from ..core.result import Decision
 from ..core.schema import RequestError
 from ..offline import outcomes
-from ..routing.hook import Outcome, RouteEvent, RoutingHook
+from ..routing.features import FEATURES
+from ..routing.hook import Outcome, RouteEvent, RoutingHook, feature_view, parse_features
 from ..routing.log import RoutingLog
 from .auth import KeyRing, write_bridge_token
 from .metrics import Metrics
@@ -195,6 +196,21 @@ class Service:
         """The routing hook's answer for one Claude Code hook event."""
         async with self._use() as gateway:
             return await RoutingHook(gateway, self.routing_log).route(event, client)
+
+    async def features(self, payload: Any, client: str, priority: int) -> dict[str, Any]:
+        """The four routing features of a prompt, each with its probabilities, from the chain or
+        the named provider (`system1 evaluate --provider`); nothing is logged. `RequestError`
+        for a bad body or a provider this gateway cannot ask."""
+        prompt, provider = parse_features(payload)
+        async with self._use() as gateway:
+            if provider is not None:
+                gateway.check_askable(provider)
+            decisions = await RoutingHook(gateway, self.routing_log).feature_decisions(
+                prompt, client, None, priority, only=provider)
+        failed = next((d for d in decisions if d.status == "error"), None)
+        if failed is not None:
+            return {"features": None, "error": failed.envelope_json()["error"]}
+        return {"features": {name: feature_view(d) for name, d in zip(FEATURES, decisions)}, "error": None}
 
     async def health(self) -> dict[str, Any]:
         async with self._use() as gateway:
