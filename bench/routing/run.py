@@ -77,10 +77,15 @@ def run_engine(name: str, gateway: str, prompts, yes_no) -> dict:
     }
 
 
-def hook_latency(gateway: str, runs: int = 30) -> dict:
-    """Process start to output of plugin/hooks/system1_hook.py, with a hint to print."""
-    event = json.dumps({"hook_event_name": "UserPromptSubmit", "cwd": str(ROOT),
-                        "prompt": "Design the storage layer for the audit trail and compare the two options we discussed"})
+PROMPT_EVENT = {"hook_event_name": "UserPromptSubmit", "cwd": str(ROOT),
+                "prompt": "Design the storage layer for the audit trail and compare the two options we discussed"}
+SESSION_EVENT = {"hook_event_name": "SessionStart", "source": "startup", "cwd": str(ROOT)}
+
+
+def hook_latency(gateway: str, runs: int = 30, hook_event: dict = PROMPT_EVENT) -> dict:
+    """Process start to exit of plugin/hooks/system1_hook.py for one event, and how often it
+    printed something (a hint for a prompt; a note at session start only when something is wrong)."""
+    event = json.dumps(hook_event)
     env = {**os.environ, "SYSTEM1_GATEWAY_URL": gateway, "HOME": tempfile.mkdtemp()}
     times, printed = [], 0
     for _ in range(runs):
@@ -89,7 +94,7 @@ def hook_latency(gateway: str, runs: int = 30) -> dict:
                               capture_output=True, text=True, env=env, timeout=30)
         times.append((time.perf_counter() - started) * 1000)
         printed += bool(done.stdout.strip())
-    return {"runs": runs, "printed_a_hint": printed, "p50_ms": round(percentile(times, 50), 1), "p90_ms": round(percentile(times, 90), 1)}
+    return {"runs": runs, "printed": printed, "p50_ms": round(percentile(times, 50), 1), "p90_ms": round(percentile(times, 90), 1)}
 
 
 def main() -> None:
@@ -120,7 +125,8 @@ def main() -> None:
                                      "below": sum(rank("sonnet") < rank(t) for _, t in prompts)},
                    "engines": [run_engine("minilm (systemone, CPU)", url, prompts, yes_no)],
                    "hook": hook_latency(url, 60),
-                   "hook_mock_engine": hook_latency(f"http://127.0.0.1:{mock_port}", 60)}
+                   "hook_mock_engine": hook_latency(f"http://127.0.0.1:{mock_port}", 60),
+                   "session_start_hook": hook_latency(url, 60, SESSION_EVENT)}
     finally:
         for process in (gateway, engine, mock):
             process.terminate()
@@ -129,7 +135,7 @@ def main() -> None:
     rows = [f"| {e['engine']} | {e['direct']}/{e['prompts']} | {e['direct_below']} | {e['features_rule']}/{e['prompts']} | "
             f"{e['features_rule_below']} | {e['yes_no']}/{e['yes_no_rows']} | "
             f"{e['median_ms']['direct']} / {e['median_ms']['features']} / {e['median_ms']['yes_no']} |" for e in results["engines"]]
-    hook, bare = results["hook"], results["hook_mock_engine"]
+    hook, bare, start = results["hook"], results["hook_mock_engine"], results["session_start_hook"]
     text = "\n".join([
         "# Routing study: results", "",
         f"`{results['command']}` on {results['cpus']} CPUs, {results['date']}, through the gateway service.", "",
@@ -137,9 +143,11 @@ def main() -> None:
         "|---|---|---|---|---|---|---|", *rows, "",
         f"Always answering sonnet: {results['always_sonnet']['direct']}/45, below {results['always_sonnet']['below']}.", "",
         f"Host-side hook, process start to printed hint (warm engine, {hook['runs']} runs): p50 {hook['p50_ms']} ms, "
-        f"p90 {hook['p90_ms']} ms; a hint was printed {hook['printed_a_hint']} times. The same against a gateway on the "
+        f"p90 {hook['p90_ms']} ms; a hint was printed {hook['printed']} times. The same against a gateway on the "
         f"mock engine (the hook, its Python start and the gateway, without engine time): p50 {bare['p50_ms']} ms, "
         f"p90 {bare['p90_ms']} ms. MiniLM's share is its four encoder passes for the four features.", "",
+        f"SessionStart hook, process start to exit against the same healthy gateway ({start['runs']} runs): p50 "
+        f"{start['p50_ms']} ms, p90 {start['p90_ms']} ms; it printed a note {start['printed']} times (silent when all is well).", "",
         "Only the default engine runs here (no GPU, no downloadable weights); other engines join with a row each.", "",
     ])
     (HERE / "RESULTS.md").write_text(text)

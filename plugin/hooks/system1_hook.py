@@ -3,6 +3,9 @@
 
 UserPromptSubmit: the gateway's routing hint (and skill hint) as additional context, or nothing.
 PreToolUse on the Agent tool: recorded by the gateway, nothing printed, the spawn unchanged.
+SessionStart: one line for the user when something needs them (the gateway unreachable, its
+config or keys broken, the engine not answering, System-1 paused, prompts waiting for labels),
+else nothing.
 Standard library only and silent on every failure: it never blocks or rewrites a prompt. The
 gateway is SYSTEM1_GATEWAY_URL (default http://127.0.0.1:8080); the caller is SYSTEM1_CLIENT
 (default $USER); SYSTEM1_API_KEY is sent when set.
@@ -16,6 +19,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 TIMEOUT_S = 1.8  # the gateway's own budget is 1.5 s
+WAITING_NUDGE = 30  # logged prompts without labels before /system1:calibrate is suggested
 
 
 def _frontmatter(path):
@@ -52,17 +56,18 @@ def skills(cwd):
     return list(found.values())
 
 
-def post(url, body, headers):
-    """POST JSON and return the decoded reply. Plain sockets for http (the local gateway):
-    http.client and urllib cost more to import than the rest of the hook takes to run."""
+def call(method, url, body, headers):
+    """Send one request and return the decoded JSON reply; `OSError` for anything but a 200.
+    Plain sockets for http (the local gateway): http.client and urllib cost more to import
+    than the rest of the hook takes to run."""
     parts = urlsplit(url)
     if parts.scheme != "http":
         import urllib.request
 
-        request = urllib.request.Request(url, data=body, headers=headers)
+        request = urllib.request.Request(url, data=body, headers=headers, method=method)
         with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
             return json.load(response)
-    head = [f"POST {parts.path or '/'} HTTP/1.1", f"Host: {parts.netloc}", "Connection: close",
+    head = [f"{method} {parts.path or '/'} HTTP/1.1", f"Host: {parts.netloc}", "Connection: close",
             f"Content-Length: {len(body)}"] + [f"{k}: {v}" for k, v in headers.items()]
     with socket.create_connection((parts.hostname, parts.port or 80), timeout=TIMEOUT_S) as sock:
         sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body)
@@ -82,6 +87,25 @@ def post(url, body, headers):
     return json.loads(payload)
 
 
+def session_note(health):
+    """The one line a session should start with, from the gateway's health, or None."""
+    errors = health.get("config_errors") or []
+    if errors:
+        return (f"System-1's config is broken ({errors[0][:200]}). Fix it, then run "
+                "`docker exec system1-gateway system1 reload`; /system1:doctor shows the rest.")
+    if health.get("status") == "paused":
+        return "System-1 is paused: every decision abstains until `docker exec system1-gateway system1 toggle on`."
+    providers = health.get("providers") or []
+    if providers and not providers[0].get("ok"):
+        engine = providers[0]
+        return (f"System-1's engine {engine.get('name')} is not answering ({engine.get('detail') or 'no detail'}). "
+                "Start the stack with `make up` in the gateway's clone; /system1:doctor checks each layer.")
+    waiting = (health.get("routing") or {}).get("prompts_waiting_for_labels") or 0
+    if waiting >= WAITING_NUDGE:
+        return f"System-1: {waiting} logged prompts are waiting for labels; /system1:calibrate labels them with you."
+    return None
+
+
 def _dechunk(data):
     out = b""
     while data:
@@ -94,18 +118,41 @@ def _dechunk(data):
     return out
 
 
+def session_start(gateway, headers):
+    """SessionStart: a `systemMessage` for the user when something needs them."""
+    try:
+        health = call("GET", gateway + "/v1/health", b"", headers)
+    except OSError as exc:
+        if "HTTP 401" in str(exc):
+            note = f"System-1's gateway at {gateway} needs an API key: set SYSTEM1_API_KEY for Claude Code."
+        elif "HTTP 503" in str(exc):
+            note = (f"System-1's gateway at {gateway} is closed because its API key configuration is broken; "
+                    "/system1:doctor shows how to fix it.")
+        else:
+            note = (f"System-1's gateway is not reachable at {gateway}. Start it with `make up` in its clone, "
+                    "or run /system1:setup to install it.")
+    else:
+        note = session_note(health)
+    if note:
+        print(json.dumps({"systemMessage": note}))
+
+
 def main():
     try:
         event = json.loads(sys.stdin.read())
-        if event.get("hook_event_name", "UserPromptSubmit") == "UserPromptSubmit" and "skills" not in event:
-            event["skills"] = skills(event.get("cwd"))
+        name = event.get("hook_event_name", "UserPromptSubmit")
         headers = {"Content-Type": "application/json",
                    "X-System1-Client": os.environ.get("SYSTEM1_CLIENT") or os.environ.get("USER") or "claude-code"}
         if os.environ.get("SYSTEM1_API_KEY"):
             headers["Authorization"] = "Bearer " + os.environ["SYSTEM1_API_KEY"]
-        url = (os.environ.get("SYSTEM1_GATEWAY_URL") or "http://127.0.0.1:8080").rstrip("/") + "/v1/route"
-        answer = post(url, json.dumps(event).encode("utf-8"), headers)
-        if event.get("hook_event_name", "UserPromptSubmit") == "UserPromptSubmit" and answer.get("context"):
+        gateway = (os.environ.get("SYSTEM1_GATEWAY_URL") or "http://127.0.0.1:8080").rstrip("/")
+        if name == "SessionStart":
+            session_start(gateway, headers)
+            return 0
+        if name == "UserPromptSubmit" and "skills" not in event:
+            event["skills"] = skills(event.get("cwd"))
+        answer = call("POST", gateway + "/v1/route", json.dumps(event).encode("utf-8"), headers)
+        if name == "UserPromptSubmit" and answer.get("context"):
             print(json.dumps({"hookSpecificOutput": {"hookEventName": "UserPromptSubmit",
                                                      "additionalContext": answer["context"]}}))
     except Exception:  # advisory only: any failure means no hint, never a blocked prompt

@@ -37,6 +37,30 @@ class RoutingLog:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = asyncio.Lock()
+        self._waiting: tuple[tuple[int, int], int] | None = None  # ((mtime_ns, size), count)
+
+    async def waiting_for_labels(self) -> int:
+        """How many logged prompts have no feature labels yet (what `/system1:calibrate` labels);
+        counted again only when the file has changed since the last count."""
+        try:
+            stat = self.path.stat()
+        except OSError:
+            return 0
+        version = (stat.st_mtime_ns, stat.st_size)
+        if self._waiting is None or self._waiting[0] != version:
+            self._waiting = (version, await asyncio.to_thread(self._count_unlabelled))
+        return self._waiting[1]
+
+    def _count_unlabelled(self) -> int:
+        count = 0
+        with self.path.open(encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                try:
+                    entry = json.loads(line)
+                except ValueError:
+                    continue
+                count += isinstance(entry, dict) and entry.get("source") == "prompt" and not entry.get("labels")
+        return count
 
     async def append(self, entry: dict[str, Any]) -> None:
         line = json.dumps({"ts": round(time.time(), 3), **entry}, ensure_ascii=False) + "\n"

@@ -217,6 +217,9 @@ class Service:
             report = await health_report(gateway, max_age_s=2 * self.config.settings.service.health_interval_s)
         report["reload_errors"] = list(self.reload_errors)
         report["auth_errors"] = list(self.key_errors)
+        routing = self.config.settings.routing
+        report["routing"] = {"enabled": routing.enabled, "hint": routing.hint,
+                             "prompts_waiting_for_labels": await self.routing_log.waiting_for_labels()}
         return report
 
     async def capabilities(self) -> dict[str, Any]:
