@@ -22,36 +22,79 @@ TIMEOUT_S = 1.8  # the gateway's own budget is 1.5 s
 WAITING_NUDGE = 30  # logged prompts without labels before /system1:calibrate is suggested
 
 
+TRUE = ("true", "yes", "on", "1")
+BLOCK = (">", ">-", ">+", "|", "|-", "|+")  # YAML block scalars: the value is on the indented lines below
+
+
 def _frontmatter(path):
-    """name, description and disable-model-invocation from a SKILL.md header."""
-    fields = {}
+    """name, description and disable-model-invocation from a SKILL.md header (flat YAML:
+    quoted or plain values, and folded or literal block descriptions)."""
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError:
         return None
     if not lines or lines[0].strip() != "---":
         return None
-    for line in lines[1:]:
-        if line.strip() == "---":
-            break
-        key, _, value = line.partition(":")
-        fields[key.strip()] = value.strip().strip("\"'")
-    if not fields.get("name"):
-        fields["name"] = path.parent.name
-    fields["disable-model-invocation"] = fields.get("disable-model-invocation", "").lower() == "true"
+    fields, index = {}, 1
+    while index < len(lines) and lines[index].strip() != "---":
+        key, _, value = lines[index].partition(":")
+        value = value.strip()
+        index += 1
+        if value in BLOCK:
+            block = []
+            while index < len(lines) and (lines[index].startswith((" ", "\t")) or not lines[index].strip()):
+                block.append(lines[index].strip())
+                index += 1
+            value = ("\n" if value.startswith("|") else " ").join(b for b in block if b)
+        fields[key.strip()] = value.strip("\"'")
+    fields.setdefault("name", path.parent.name)
+    fields["disable-model-invocation"] = fields.get("disable-model-invocation", "").lower() in TRUE
     return {k: fields[k] for k in ("name", "description", "disable-model-invocation") if k in fields}
 
 
+def _json(path):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def _inside(cwd, project):
+    here, there = Path(cwd or ".").resolve(), Path(project).resolve()
+    return here == there or there in here.parents
+
+
+def plugin_skill_roots(home, cwd):
+    """(plugin name, skills folder) of every installed plugin that the user, project or local
+    settings enable (a later one overrides an earlier one), as Claude Code loads them."""
+    enabled = {}
+    for settings in (home / "settings.json", Path(cwd or ".") / ".claude" / "settings.json",
+                     Path(cwd or ".") / ".claude" / "settings.local.json"):
+        enabled.update(_json(settings).get("enabledPlugins") or {})
+    installed = _json(home / "plugins" / "installed_plugins.json").get("plugins") or {}
+    roots = []
+    for plugin_id, installs in sorted(installed.items()):
+        if enabled.get(plugin_id) is not True:
+            continue
+        for install in installs if isinstance(installs, list) else [installs]:  # format 2 lists installs
+            project = install.get("projectPath")
+            if install.get("installPath") and (project is None or _inside(cwd, project)):
+                roots.append((plugin_id.split("@")[0], Path(install["installPath"]) / "skills"))
+                break
+    return roots
+
+
 def skills(cwd):
-    """The skills Claude can load: the user's, the project's and every installed plugin's."""
+    """The skills Claude can load by itself: the user's, the project's, and those of every
+    enabled plugin (named `plugin:skill`, as Claude Code names them)."""
     home = Path.home() / ".claude"
-    roots = [home / "skills", Path(cwd or ".") / ".claude" / "skills"]
-    roots += sorted((home / "plugins").glob("**/skills"))
+    roots = [("", home / "skills"), ("", Path(cwd or ".") / ".claude" / "skills"), *plugin_skill_roots(home, cwd)]
     found = {}
-    for root in roots:
+    for plugin, root in roots:
         for skill_file in sorted(root.glob("*/SKILL.md")):
             skill = _frontmatter(skill_file)
             if skill and not skill["disable-model-invocation"]:
+                skill["name"] = f"{plugin}:{skill['name']}" if plugin else skill["name"]
                 found.setdefault(skill["name"], skill)
     return list(found.values())
 
