@@ -57,6 +57,7 @@ async def test_features_come_with_their_probabilities_and_nothing_is_logged(tmp_
     ({}, "prompt: must be a non-empty string"),
     ({"prompt": "  "}, "prompt: must be a non-empty string"),
     ({"prompt": "x", "provider": 3}, "provider: must be the name of a configured provider"),
+    ({"prompt": "x", "provider": None}, "provider: must be the name of a configured provider"),
     ({"prompt": "x", "extra": 1}, "extra: unknown field"),
     (["x"], "request: the body must be a JSON object"),
     ({"prompt": "x", "provider": "von"}, "provider: 'von' cannot be asked: no [providers.von] in the config"),

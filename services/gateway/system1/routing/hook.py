@@ -116,7 +116,7 @@ def parse_features(payload: Any) -> tuple[str, str | None]:
     prompt, provider = payload.get("prompt"), payload.get("provider")
     if not isinstance(prompt, str) or not prompt.strip():
         raise RequestError("prompt: must be a non-empty string")
-    if provider is not None and (not isinstance(provider, str) or not provider.strip()):
+    if "provider" in payload and (not isinstance(provider, str) or not provider.strip()):
         raise RequestError("provider: must be the name of a configured provider")
     return prompt, provider
 
