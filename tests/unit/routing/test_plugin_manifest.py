@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).parents[3]
@@ -34,3 +36,17 @@ def test_the_agent_spawn_recorder_runs_in_the_background_and_the_prompt_hook_doe
     [prompt] = [h for group in hooks["UserPromptSubmit"] for h in group["hooks"]]
     assert recorder["async"] is True  # an Agent spawn must not wait for the gateway
     assert not prompt.get("async")  # its hint is additional context, needed before the prompt runs
+
+
+def test_setup_finds_the_clone_from_claude_codes_record_of_the_marketplace(tmp_path):
+    # known_marketplaces.json as `claude plugin marketplace add <dir>` (2.1.332) writes it.
+    record = {"system1-gateway": {"source": {"source": "directory", "path": str(ROOT)},
+                                  "installLocation": str(ROOT), "lastUpdated": "2026-11-30T01:54:33.953Z"}}
+    (tmp_path / ".claude" / "plugins").mkdir(parents=True)
+    (tmp_path / ".claude" / "plugins" / "known_marketplaces.json").write_text(json.dumps(record))
+    skill = (PLUGIN / "skills" / "setup" / "SKILL.md").read_text(encoding="utf-8")
+    [line] = [line.strip() for line in skill.splitlines() if line.strip().startswith("CLONE=")]
+    done = subprocess.run(["bash", "-c", f'{line}\necho "$CLONE"'], capture_output=True, text=True, timeout=30,
+                          env={**os.environ, "HOME": str(tmp_path)})
+    assert done.returncode == 0 and Path(done.stdout.strip()) == ROOT
+    assert (ROOT / "Makefile").is_file() and (ROOT / "deploy" / "config.toml").is_file()
