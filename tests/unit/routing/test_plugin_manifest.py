@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).parents[3]
@@ -50,3 +52,18 @@ def test_setup_finds_the_clone_from_claude_codes_record_of_the_marketplace(tmp_p
                           env={**os.environ, "HOME": str(tmp_path)})
     assert done.returncode == 0 and Path(done.stdout.strip()) == ROOT
     assert (ROOT / "Makefile").is_file() and (ROOT / "deploy" / "config.toml").is_file()
+
+
+def test_every_make_target_command_and_file_a_skill_names_exists():
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    targets = set(re.findall(r"^([a-z][a-z-]*):", makefile, re.M))
+    commands = set(re.findall(r"^  \{([^}]*)\}", subprocess.run(
+        [sys.executable, "-m", "system1", "--help"], capture_output=True, text=True, timeout=60).stdout, re.M)[0].split(","))
+    for skill in sorted(PLUGIN.glob("skills/*/SKILL.md")):
+        text = skill.read_text(encoding="utf-8")
+        for target in re.findall(r'make -C "\$CLONE" ([a-z-]+)', text):
+            assert target in targets, f"{skill.parent.name}: make {target}"
+        for command in re.findall(r"system1 ([a-z][a-z-]+)", text):
+            assert command in commands, f"{skill.parent.name}: system1 {command}"
+        for path in re.findall(r"\$CLONE/([\w./-]+\w)", text):
+            assert (ROOT / path).exists() or path.startswith(".venv/"), f"{skill.parent.name}: {path}"
