@@ -58,6 +58,12 @@ def top(probabilities: dict[str, float]) -> tuple[str, float]:
     return option, probabilities[option]
 
 
+def judged(rows: Sequence[Answered], probabilities: Sequence[dict[str, float]]) -> tuple[list[float], list[bool]]:
+    """Each row's confidence (its top probability) and whether that top option is its label."""
+    picks = [top(p) for p in probabilities]
+    return [c for _, c in picks], [option == row.label for (option, _), row in zip(picks, rows)]
+
+
 def _log_shares(rows: Sequence[Answered]) -> list[tuple[float | None, list[float]]]:
     """Per row: the log probability of its label (None when 0) and of every option above 0."""
     prepared = []
@@ -254,9 +260,7 @@ def question_weighted_ece(rows: Sequence[Answered], probabilities: Sequence[dict
     sizes: dict[str, int] = defaultdict(int)
     for row in rows:
         sizes[row.question] += 1
-    picks = [top(p) for p in probabilities]
-    return ece([c for _, c in picks], [o == row.label for (o, _), row in zip(picks, rows)],
-               weights=[1 / sizes[row.question] for row in rows])
+    return ece(*judged(rows, probabilities), weights=[1 / sizes[row.question] for row in rows])
 
 
 def brier(probabilities: Sequence[dict[str, float]], rows: Sequence[Answered]) -> float:
@@ -296,9 +300,7 @@ def recommend(table: Sequence[dict], target_accuracy: float) -> dict | None:
 
 
 def measure(rows: Sequence[Answered], probabilities: Sequence[dict[str, float]]) -> dict:
-    picks = [top(p) for p in probabilities]
-    correct = [option == row.label for (option, _), row in zip(picks, rows)]
-    confidences = [confidence for _, confidence in picks]
+    confidences, correct = judged(rows, probabilities)
     return {
         "n": len(rows),
         "accuracy": sum(correct) / len(rows),

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..core.calibration import temper
 from ..core.heads import Head
-from .fitting import Answered, fit_temperature, measure, threshold_table, top
+from .fitting import Answered, fit_temperature, judged, measure, threshold_table
 
 MIN_ROWS_PER_OPTION = 8
 CURVE_FRACTIONS = (0.25, 0.5, 0.75, 1.0)
@@ -136,8 +136,7 @@ def held_out(examples: Sequence[Example], k: int) -> tuple[list[dict[str, float]
 
 def _summary(rows: list[Answered], probabilities: Sequence[dict[str, float]], threshold: float) -> dict[str, Any]:
     measured = measure(rows, probabilities)
-    picks = [top(p) for p in probabilities]
-    [at] = threshold_table([c for _, c in picks], [o == r.label for (o, _), r in zip(picks, rows)], (threshold,))
+    [at] = threshold_table(*judged(rows, probabilities), (threshold,))
     return {"accuracy": measured["accuracy"], "ece": measured["ece"],
             "at_threshold": {"threshold": threshold, "coverage": at["coverage"], "accuracy": at["accuracy"]}}
 

@@ -121,6 +121,13 @@ def parse_features(payload: Any) -> tuple[str, str | None]:
     return prompt, provider
 
 
+def feature_views(decisions: list[Decision]) -> dict[str, dict[str, Any]] | None:
+    """The four features' decisions by feature name, or None when any failed."""
+    if any(d.status == "error" for d in decisions):
+        return None
+    return {name: feature_view(d) for name, d in zip(FEATURES, decisions)}
+
+
 def feature_view(decision: Decision) -> dict[str, Any]:
     """One feature's answer as `/v1/route` reports it."""
     return {"answer": decision.decision, "confidence": decision.confidence or 0.0,
@@ -173,10 +180,7 @@ class RoutingHook:
 
     async def features(self, prompt: str, client: str, budget_s: float) -> dict[str, dict[str, Any]] | None:
         """The four features as `/v1/route` reports them; None when no engine answered in time."""
-        decisions = await self.feature_decisions(prompt, client, budget_s)
-        if any(d.status == "error" for d in decisions):
-            return None
-        return {name: feature_view(d) for name, d in zip(FEATURES, decisions)}
+        return feature_views(await self.feature_decisions(prompt, client, budget_s))
 
     def _logged(self, event: RouteEvent, client: str) -> bool:
         return logged_dir(event.cwd, self.settings.routing.log_dirs, client)

@@ -83,10 +83,5 @@ def serve(service: Any, host: str, port: int, early_reloads: list[int]) -> None:
             asyncio.ensure_future(service.reload())
         await server.serve()
 
-    if loop == "uvloop":
-        import uvloop
-
-        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
-            runner.run(main())
-    else:
-        asyncio.run(main())
+    with asyncio.Runner(loop_factory=importlib.import_module("uvloop").new_event_loop if loop == "uvloop" else None) as runner:
+        runner.run(main())

@@ -22,8 +22,7 @@ from ..core.lanes import BATCH, INTERACTIVE
 from ..core.result import Decision
 from ..core.schema import RequestError
 from ..offline import outcomes
-from ..routing.features import FEATURES
-from ..routing.hook import Outcome, RouteEvent, RoutingHook, feature_view, parse_features
+from ..routing.hook import Outcome, RouteEvent, RoutingHook, feature_views, parse_features
 from ..routing.log import RoutingLog
 from .auth import KeyRing, write_bridge_token
 from .metrics import Metrics
@@ -207,10 +206,9 @@ class Service:
                 gateway.check_askable(provider)
             decisions = await RoutingHook(gateway, self.routing_log).feature_decisions(
                 prompt, client, None, priority, only=provider)
-        failed = next((d for d in decisions if d.status == "error"), None)
-        if failed is not None:
-            return {"features": None, "error": failed.envelope_json()["error"]}
-        return {"features": {name: feature_view(d) for name, d in zip(FEATURES, decisions)}, "error": None}
+        views = feature_views(decisions)
+        failed = None if views is not None else next(d for d in decisions if d.status == "error")
+        return {"features": views, "error": failed and failed.envelope_json()["error"]}
 
     async def health(self) -> dict[str, Any]:
         async with self._use() as gateway:
