@@ -1,4 +1,5 @@
-"""MCP through the service: streamable HTTP at `/mcp`, and the stdio bridge as a subprocess."""
+"""MCP through the service: streamable HTTP at `/mcp`, and `system1 mcp` as a subprocess (relaying
+to the local socket, or bridging over HTTP)."""
 
 from __future__ import annotations
 
@@ -63,7 +64,7 @@ def bridge_params(url: str, state_dir, client: str = "erin") -> StdioServerParam
     return StdioServerParameters(command=sys.executable, args=["-m", "system1", "mcp"], env=env)
 
 
-async def test_the_stdio_bridge_forwards_to_the_service_with_the_callers_name(tmp_path):
+async def test_system1_mcp_beside_the_service_relays_to_it_with_the_callers_name(tmp_path):
     keys = tmp_path / "keys"
     keys.write_text(f"someone {hash_key('someone-key-0123456789')}\n")
     log = tmp_path / "requests.jsonl"
@@ -79,7 +80,7 @@ async def test_the_stdio_bridge_forwards_to_the_service_with_the_callers_name(tm
     assert invalid.is_error and invalid.structured_content["error"]["code"] == "invalid_request"
     assert health.structured_content["status"] == "ok"
     entry = json.loads(log.read_text().splitlines()[0])
-    assert (entry["id"], entry["client"]) == ("via-bridge", "erin")  # trusted through the bridge token
+    assert (entry["id"], entry["client"]) == ("via-bridge", "erin")  # trusted: it reached the private socket
 
 
 async def test_the_bridge_reports_down_when_the_service_is_unreachable(tmp_path):

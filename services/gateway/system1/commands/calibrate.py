@@ -29,7 +29,7 @@ def labelled_rows(args: argparse.Namespace, command: str) -> list | None:
 
 def run(args: argparse.Namespace) -> int:
     from ..core.calibration import LOCAL_FITS_NAME, SHIPPED_FITS
-    from ..core.config import install_dir
+    from ..core.paths import install_dir
     from ..offline import calibrate as tool
     from ..service.client import ServiceClient
 

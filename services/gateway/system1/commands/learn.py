@@ -13,7 +13,7 @@ from .calibrate import labelled_rows
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..core.config import install_dir
+    from ..core.paths import install_dir
     from ..core.heads import LOCAL_HEADS_NAME, SHIPPED_HEADS
     from ..offline import calibrate as labelled
     from ..offline import learn as tool

@@ -8,7 +8,7 @@ import sys
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
-from ..core.config import install_dir, load_config
+from ..core.paths import install_dir, mcp_socket_path
 from . import EXIT_HEALTH, EXIT_OK, EXIT_START, client_name, talk_to_service
 
 if TYPE_CHECKING:
@@ -16,20 +16,36 @@ if TYPE_CHECKING:
 
 
 def mcp(args: argparse.Namespace) -> int:
+    if args.standalone:
+        return _mcp_in_process()
+    from ..service.relay import relay
+
+    # Beside a running service: relay to its local socket, importing nothing more.
+    relayed = relay(mcp_socket_path(install_dir(os.environ)), client_name())
+    return _mcp_over_http() if relayed is None else relayed
+
+
+def _mcp_over_http() -> int:
+    """The tools served here, each call forwarded to the service's REST API (a service on
+    another host, or none: health then says `down`)."""
     from ..core.logs import configure_logging
+    from ..service.bridge import ServiceBackend
+    from ..service.client import ServiceClient
     from ..service.mcp import run_stdio
 
-    if not args.standalone:
-        from ..service.bridge import ServiceBackend
-        from ..service.client import ServiceClient
+    configure_logging(os.environ.get("SYSTEM1_LOG_LEVEL", "INFO").upper())
 
-        configure_logging(os.environ.get("SYSTEM1_LOG_LEVEL", "INFO").upper())
+    async def service_backend() -> ServiceBackend:
+        return ServiceBackend(ServiceClient.from_env())
 
-        async def service_backend() -> ServiceBackend:
-            return ServiceBackend(ServiceClient.from_env())
+    run_stdio(service_backend, client_name())
+    return EXIT_OK
 
-        run_stdio(service_backend, client_name())
-        return EXIT_OK
+
+def _mcp_in_process() -> int:
+    from ..core.config import load_config
+    from ..core.logs import configure_logging
+    from ..service.mcp import run_stdio
 
     config = load_config()
     gateway_settings = config.settings.gateway
@@ -78,6 +94,8 @@ def keys(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from ..service.auth import add_key
+
+    from ..core.config import load_config
 
     path = args.file or load_config().settings.service.api_keys_file
     if not path:

@@ -21,10 +21,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ..providers import REGISTRY
 from ..providers.base import ProviderOptions
+from .paths import install_dir
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
 SECRET_KEYS = frozenset({"api_key", "apikey", "key", "token", "secret", "password"})
-DEFAULT_INSTALL_DIR = "~/.system1-gateway"
 
 
 class _Section(BaseModel):
@@ -152,10 +152,6 @@ class LoadedConfig:
         configured = self.settings.routing.log_file
         return Path(configured).expanduser() if configured else self.install_dir / "logs" / "routing.jsonl"
 
-
-def install_dir(env: Mapping[str, str]) -> Path:
-    """The state root: pause file, local calibration fits, logs (a volume in the stack)."""
-    return Path(env.get("SYSTEM1_INSTALL_DIR") or DEFAULT_INSTALL_DIR).expanduser()
 
 
 def config_path(env: Mapping[str, str]) -> tuple[Path, bool]:

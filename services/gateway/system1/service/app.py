@@ -1,5 +1,5 @@
-"""The app factory: the REST routes, MCP over streamable HTTP at `/mcp`, and the error
-envelope for every failure, the framework's own included.
+"""The app factory: the REST routes, MCP over streamable HTTP at `/mcp` and on the local socket,
+and the error envelope for every failure, the framework's own included.
 
 `create_app(service)` builds the app around an injected `Service`; `Hygiene` checks Host, body
 size and keys on every request before any route or `/mcp` sees it.
@@ -21,6 +21,7 @@ from ..core.schema import ErrorCode, RequestError
 from .hygiene import ANONYMOUS, Hygiene, envelope
 from .mcp import build_server
 from .mcp_http import McpSessions
+from .mcp_socket import LocalMcp
 from .routes import direct_decide, invalid_request, router
 from .service import Service
 
@@ -48,14 +49,17 @@ def _mcp_client(ctx: Any) -> str:
 
 
 def create_app(service: Service) -> FastAPI:
-    mcp = McpSessions(build_server(_ServiceBackend(service), _mcp_client), service.config.settings.service)
+    backend = _ServiceBackend(service)
+    mcp = McpSessions(build_server(backend, _mcp_client), service.config.settings.service)
+    local_mcp = LocalMcp(lambda client: build_server(backend, client), mcp,
+                         lambda: service.config.settings.service.max_body_bytes)
     service.metrics.mcp_sessions.set_function(lambda: len(mcp.open_sessions()))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await service.start()
         try:
-            async with mcp.running():
+            async with mcp.running(), local_mcp.serving(service.config.install_dir):
                 yield
         finally:
             await service.stop()

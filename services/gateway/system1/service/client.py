@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 
-from ..core.config import install_dir
+from ..core.paths import install_dir
 from . import headers
 from .auth import read_bridge_token
 

@@ -4,13 +4,15 @@ The SDK's session manager serves the protocol and closes sessions idle for
 `[service] mcp_session_idle_s`; in front of it, a request that would open a new session is
 refused (429, the envelope saying why) when its client already holds
 `mcp_sessions_per_client` sessions or the gateway holds `mcp_sessions_total`. A session's owner
-is the client named for the request that opened it.
+is the client named for the request that opened it. Sessions on the local socket
+(`mcp_socket.py`) count against the same caps: they register here while they last.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+import itertools
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -33,6 +35,8 @@ class McpSessions:
         self.settings = settings
         self.manager = self._new_manager()
         self._owners: dict[str, str] = {}  # session id -> client
+        self._local: dict[str, str] = {}  # local socket session -> client
+        self._local_ids = itertools.count(1)
 
     def _new_manager(self) -> StreamableHTTPSessionManager:
         return StreamableHTTPSessionManager(
@@ -52,17 +56,27 @@ class McpSessions:
             yield
 
     def open_sessions(self) -> dict[str, str]:
-        """Live sessions and their clients. The SDK keeps no public table of open sessions, so
-        this reads its private one."""
+        """Live sessions, over HTTP and on the local socket, and their clients. The SDK keeps no
+        public table of open sessions, so this reads its private one."""
         live = getattr(self.manager, "_server_instances", {})
         self._owners = {sid: client for sid, client in self._owners.items() if sid in live}
-        return self._owners
+        return {**self._owners, **self._local}
+
+    @contextlib.contextmanager
+    def local_session(self, client: str) -> Iterator[None]:
+        """Count a local socket session of `client` while it lasts."""
+        key = f"local-{next(self._local_ids)}"
+        self._local[key] = client
+        try:
+            yield
+        finally:
+            del self._local[key]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         client = scope.get("state", {}).get("system1_client", ANONYMOUS)
         opening = scope.get("method") == "POST" and SESSION_HEADER not in Headers(scope=scope)
         if opening:
-            refusal = self._refusal(client)
+            refusal = self.refusal(client)
             if refusal is not None:
                 await envelope(ErrorCode.PROVIDER_ERROR, refusal, 429, {"Retry-After": "60"})(scope, receive, send)
                 return
@@ -76,12 +90,13 @@ class McpSessions:
 
         await self.manager.handle_request(scope, receive, record)
 
-    def _refusal(self, client: str) -> str | None:
+    def refusal(self, client: str) -> str | None:
+        """Why `client` may not open another session now, or None."""
         owners = self.open_sessions()
         held = sum(1 for owner in owners.values() if owner == client)
         if held >= self.settings.mcp_sessions_per_client:
             return (f"{client} already holds {held} MCP sessions ([service] mcp_sessions_per_client); close one, "
                     f"or wait: idle ones close after {self.settings.mcp_session_idle_s:g} s")
-        if len(getattr(self.manager, "_server_instances", {})) >= self.settings.mcp_sessions_total:
+        if len(getattr(self.manager, "_server_instances", {})) + len(self._local) >= self.settings.mcp_sessions_total:
             return f"the gateway holds its limit of {self.settings.mcp_sessions_total} MCP sessions ([service] mcp_sessions_total)"
         return None
