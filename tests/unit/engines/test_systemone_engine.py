@@ -91,6 +91,32 @@ async def test_noul_and_several_questions_in_one_pass(minilm):
     assert reply["answers"]["angry"]["type"] == "noul" and reply["answers"]["angry"]["noul"] > 0.5
 
 
+async def test_yes_no_questions_about_one_state_share_one_encoder_pass(minilm, monkeypatch):
+    questions = {f"q{i}": {"type": "noul", "instructions": text} for i, text in enumerate(
+        ["Does this task ask to review or audit existing work?", "Does this task change any files?",
+         "Is this task about databases?", "Does this task name the exact files to work on?"])}
+    questions["team"] = TEAM
+    state = "Please review the migration in db/0042_users.sql before I merge it."
+    async with client_for(minilm) as client:
+        await client.post("/v1/systemone", json={"state": "warm the question cache", "questions": questions})
+        encoded: list[str] = []
+        encode = minilm.encoder.encode
+        monkeypatch.setattr(minilm.encoder, "encode", lambda texts: encoded.extend(texts) or encode(texts))
+        reply = (await client.post("/v1/systemone", json={"state": state, "questions": questions})).json()
+    # The state once for the four yes/no questions, and once with the choice's instructions.
+    assert sorted(encoded) == sorted([state, f"{TEAM['instructions']}\n{state}"])
+    assert [reply["answers"][q]["type"] for q in questions] == ["noul"] * 4 + ["choice"]
+    assert reply["usage"]["input_tokens"] == minilm.encoder.count_tokens(encoded)
+
+
+async def test_a_yes_no_answer_reads_how_close_the_state_is_to_the_question(minilm):
+    question = {"type": "noul", "instructions": "Does this task ask to review or audit existing work?"}
+    async with client_for(minilm) as client:
+        review, poem = [(await client.post("/v1/systemone", json={"state": state, "questions": {"q": question}})).json()
+                        for state in ("Review my pull request and audit it for security problems.", "Write a short poem about autumn.")]
+    assert review["answers"]["q"]["noul"] > 0.5 > poem["answers"]["q"]["noul"]
+
+
 async def test_the_batch_endpoint_answers_each_state_as_a_single_call_would(minilm):
     states = ["Refund my double charge", "The app crashes on login", "How much is the team plan?"]
     async with client_for(minilm) as client:
@@ -271,6 +297,18 @@ async def test_embed_returns_the_vectors_an_answer_pass_judged_from(minilm):
     assert answered["results"][0]["answers"]["d"]["choice"] in {"yes", "no"}
 
 
+async def test_embed_of_a_yes_no_question_is_the_states_own_vector(minilm):
+    states = ["rm -rf build/", {"tool": "Bash", "command": "ls -la"}]
+    async with client_for(minilm) as client:
+        embedded = (await client.post("/v1/embed", json={"instructions": "Is this destructive?", "type": "noul",
+                                                         "states": states})).json()
+        answered = (await client.post("/v1/systemone/batch", json={
+            "states": states, "embed": True, "questions": {"d": {"type": "noul", "instructions": "Is this destructive?"}}})).json()
+    one_pass = np.array([r["answers"]["d"]["embedding"] for r in answered["results"]])
+    assert np.allclose(one_pass, embedded["embeddings"], atol=1e-5)
+    assert np.allclose(one_pass, minilm.encoder.encode(["rm -rf build/", "tool: Bash\ncommand: ls -la"]), atol=1e-5)
+
+
 async def test_answers_carry_no_embedding_unless_asked(minilm):
     async with client_for(minilm) as client:
         reply = (await client.post("/v1/systemone", json={"state": "x", "questions": {"team": TEAM}})).json()
@@ -283,6 +321,7 @@ async def test_answers_carry_no_embedding_unless_asked(minilm):
         ({"states": []}, 422, "states"),
         ({"states": ["a"] * 65}, 413, "states"),
         ({"states": ["a"], "instructions": 3}, 422, "instructions"),
+        ({"states": ["a"], "type": "score"}, 422, "type"),
         ({"states": ["x" * 300_000]}, 413, "states"),
         ({"states": [None]}, 422, "states.0"),
     ],
@@ -338,7 +377,7 @@ async def test_when_the_embedder_answers_one_pass_serves_the_head_and_the_answer
     async with httpx.AsyncClient(transport=Recording(app=app), base_url=f"http://127.0.0.1:{PORT}") as client:
         provider = SystemOneProvider(SystemOneOptions(endpoint=f"http://127.0.0.1:{PORT}"), client)
         # "yes" on the side of `rm -rf /` of the plane halfway between it and `ls`.
-        destructive, harmless = minilm.embed(question, [{"command": "rm -rf /"}, {"command": "ls"}])
+        destructive, harmless = minilm.embed(question, [{"command": "rm -rf /"}, {"command": "ls"}], kind="noul")
         direction, middle = destructive - harmless, (destructive + harmless) / 2
         head = Head(kind=kind_of(question, ["yes", "no"], yes_no=True), embedder="systemone",
                     model="all-MiniLM-L6-v2", options=["yes", "no"], weights=[[float(x) * 40 for x in direction],

@@ -3,7 +3,7 @@
 Two steps, both fitted or chosen by `system1 calibrate`:
 
 - Content-free correction (fits with `content_free: true`). An engine leans towards some
-  options whatever the text (MiniLM says "yes" to nearly every yes/no question). The engine is
+  options whatever the text (a text matcher may favour one option's wording). The engine is
   asked the same question about a content-free context (the context's shape with every text
   emptied, see `content_free`) and each option's probability is divided by its content-free
   one, then renormalised ("calibrate before use", Zhao et al., 2021). It needs no labels and can

@@ -58,7 +58,8 @@ class SystemOneProvider(JevProvider):
 
     async def embed(self, state: Any, query: Query, timeout_s: float) -> tuple[str, list[float]]:
         """`POST /v1/embed` (serve.py): the vector of the text the engine judges for `query`."""
-        body = {"instructions": query.question, "states": [state_of(state, [query])]}
+        # The question's type too: the engine may judge another text for a yes/no question.
+        body = {"instructions": query.question, "type": self.question(query)["type"], "states": [state_of(state, [query])]}
         reply = await self.engine.request("POST", "/v1/embed", timeout_s, body, self.headers(timeout_s))
         vectors = reply.get("embeddings") if isinstance(reply, dict) else None
         vector = finite_vector(vectors[0]) if isinstance(vectors, list) and len(vectors) == 1 else None
