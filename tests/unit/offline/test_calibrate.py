@@ -117,6 +117,9 @@ def test_ship_writes_the_shipped_fits_and_the_report(tmp_path, labelled, shipped
     report = (tmp_path / "repo" / "reports" / "mock-mock.md").read_text()
     assert report.startswith("# Calibration report: mock mock") and "held-out" in report
     assert "| threshold | held-out coverage | held-out accuracy | unseen coverage | unseen accuracy |" in report
+    # The mock is sure of "rerun" on every row and right on 12 of 16: all answered at 0.6, 75 % right.
+    row = next(line for line in report.splitlines() if line.startswith(f"| {QUESTION} |"))
+    assert "| 100% / 75% |" in row and "unseen at 0.60: answered / right" in report
 
 
 def test_merging_replaces_fits_for_the_same_key_and_keeps_the_rest(tmp_path):

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.calibration import Fit, FitsFile, content_free
+from ..core.config import GatewaySettings
 from ..core.schema import KIND_PATTERN, YES_NO
 from ..service.client import ServiceClient
 from .fitting import (
@@ -39,6 +40,10 @@ from .fitting import (
 )
 
 REPORTS = Path(__file__).resolve().parents[4] / "calibration" / "reports"
+
+
+# The threshold a request gets unless it names one.
+DEFAULT_THRESHOLD = GatewaySettings.model_fields["min_confidence"].default
 
 
 class DataError(ValueError):
@@ -211,8 +216,9 @@ def render(report: dict[str, Any], sources: list[str], problems: list[str]) -> s
         f"{report['folds']}-fold cross-validation (fitted on the other folds), \"in-sample\" ones from the fit on all rows, "
         "and \"unseen\" ones from fits that never saw any row of the question (leave one question out): what a new "
         "question gets.", "",
-        "| question | n | accuracy before → unseen | ECE before → in-sample → held-out → unseen | Brier before → held-out | AUROC | temperature | recommended threshold (held-out) |",
-        "|---|---|---|---|---|---|---|---|",
+        f"| question | n | accuracy before → unseen | ECE before → in-sample → held-out → unseen | unseen at {DEFAULT_THRESHOLD:.2f}: answered / right | "
+        "Brier before → held-out | AUROC | temperature | recommended threshold (held-out) |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     temperatures = {f["question"]: f["temperature"] for f in report["fits"] if f.get("question")}
     for name, section in [("all rows", report["overall"]), *report["questions"].items()]:
@@ -220,7 +226,9 @@ def render(report: dict[str, Any], sources: list[str], problems: list[str]) -> s
         u = section["after_unseen_question"]
         auroc = "-" if b["auroc"] is None else f"{b['auroc']:.2f}"
         shown = rec and f"{rec['threshold']:.2f}: {_pct(rec['accuracy'])} accurate, {_pct(rec['coverage'])} covered"
+        at_default = next(t for t in u["thresholds"] if t["threshold"] == DEFAULT_THRESHOLD)
         lines.append(f"| {name} | {b['n']} | {_pct(b['accuracy'])} → {_pct(u['accuracy'])} | {b['ece']:.3f} → {i['ece']:.3f} → {h['ece']:.3f} → {u['ece']:.3f} | "
+                     f"{_pct(at_default['coverage'])} / {_pct(at_default['accuracy'])} | "
                      f"{b['brier']:.3f} → {h['brier']:.3f} | {auroc} | {temperatures.get(name, '-')} | "
                      f"{shown or 'none reaches ' + _pct(report['target_accuracy'])} |")
     overall = report["overall"]
