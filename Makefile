@@ -28,7 +28,7 @@ test-fuzz: $(TOOLS)  ## schemathesis and hypothesis against the gateway, and eng
 # Real engine servers written by others, each in its own venv: laya[serve] 0.4 (torch) and the
 # archived laya-serve 0.2.1 both install a `laya-serve` command.
 VENVS := .venvs
-contract-envs: $(VENVS)/laya/bin/laya-serve $(VENVS)/laya-serve/bin/laya-serve
+contract-envs: $(VENVS)/laya/bin/laya-serve $(VENVS)/laya-serve/bin/laya-serve $(VENVS)/claude/claude
 
 $(VENVS)/laya/bin/laya-serve:
 	$(PYTHON) -m venv $(VENVS)/laya
@@ -37,6 +37,11 @@ $(VENVS)/laya/bin/laya-serve:
 $(VENVS)/laya-serve/bin/laya-serve:
 	$(PYTHON) -m venv $(VENVS)/laya-serve
 	$(VENVS)/laya-serve/bin/python -m pip install --quiet "laya-serve==0.2.1"
+
+# The real Claude Code CLI: the `claude` binary bundled in PyPI's claude-agent-sdk wheel.
+CLAUDE_AGENT_SDK := 0.2.189
+$(VENVS)/claude/claude:
+	$(PYTHON) tests/contract/fetch_claude.py $(CLAUDE_AGENT_SDK) $@
 
 test-contract: $(TOOLS) contract-envs
 	CONTRACT_QUIET=1 $(BIN)/pytest tests/contract
