@@ -70,13 +70,15 @@ def parser() -> argparse.ArgumentParser:
     fitting.add_argument("--folds", type=FOLDS, default=5, help="cross-validation folds for the held-out figures")
     fitting.add_argument("--report", help="also write the report (Markdown) here, with its plot beside it")
     fitting.add_argument("--json", action="store_true", help="print machine-readable results")
+    fitting.add_argument("--from-routing-log", action="store_true",
+                         help="also the teacher labels of the gateway service's routing log (the four features)")
     where = fitting.add_mutually_exclusive_group()
     where.add_argument("--write", action="store_true", help="save the results for this installation and reload the service")
     where.add_argument("--ship", action="store_true", help="save the results into the repository's shipped ones, with the report")
 
     calibrate = commands.add_parser("calibrate", parents=[service, fitting],
                                     help="fit temperatures on labelled decisions, asked live")
-    calibrate.add_argument("data", nargs="+", help="JSONL files of {question, options, context, label}")
+    calibrate.add_argument("data", nargs="*", help="JSONL files of {question, options, context, label}")
     calibrate.add_argument("--target-accuracy", type=SHARE, default=0.8, help="for the recommended threshold")
     calibrate.set_defaults(func=command("calibrate"))
 
@@ -87,13 +89,19 @@ def parser() -> argparse.ArgumentParser:
     learn.add_argument("--threshold", type=SHARE, help="for coverage and accuracy (default: [gateway] min_confidence)")
     learn.set_defaults(func=command("learn"))
 
+    prompts = commands.add_parser("prompts", parents=[service],
+                                  help="logged prompts waiting for teacher labels, or --label them")
+    prompts.add_argument("--limit", type=COUNT, default=50, help="the newest this many (default 50)")
+    prompts.add_argument("--label", metavar="FILE", help="JSONL of {id, labels: {feature: yes|no}} ('-': standard input)")
+    prompts.set_defaults(func=command("prompts"))
+
     feedback = commands.add_parser("feedback", parents=[service], help="label a decision the gateway remembered")
     feedback.add_argument("request_id", help="the decision's request_id")
     feedback.add_argument("label", help="the right answer: one of its options (yes or no without options)")
     feedback.set_defaults(func=command("learn", "feedback"))
 
     evaluate = commands.add_parser("evaluate", parents=[service], help="read-only: is the engine ready to route? READY or NOT READY")
-    evaluate.add_argument("--log", help="routing log (default: [routing] log_file)")
+    evaluate.add_argument("--log", help="read this routing log file (default: the gateway service's own log)")
     evaluate.add_argument("--provider", help="ask this configured provider instead of the chain (evaluate before switching)")
     evaluate.add_argument("--threshold", type=SHARE, help="routing threshold (default: [routing] min_confidence)")
     evaluate.add_argument("--min-feature-accuracy", type=SHARE, default=0.85)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from datetime import datetime, timedelta, timezone
 
@@ -157,7 +158,7 @@ def test_a_prices_file_without_a_tier_is_an_error(tmp_path, capsys):
     assert "no prices for sonnet, opus" in capsys.readouterr().err
 
 
-def test_outcomes_apply_writes_into_the_services_own_routing_log(projects, tmp_path, monkeypatch, capsys):
+def test_outcomes_applied_through_the_service_reach_evaluate_wherever_it_runs(projects, tmp_path, monkeypatch, capsys):
     from ..service_harness import app_transport, call
 
     transport, service = app_transport(tmp_path, '[gateway]\nprovider = "mock"\n')
@@ -168,5 +169,63 @@ def test_outcomes_apply_writes_into_the_services_own_routing_log(projects, tmp_p
     assert main(["outcomes", "--projects-dir", str(projects), "--days", "3650", "--apply"], transport=transport) == 0
     assert "labelled 1 routing log entries" in capsys.readouterr().out
     assert json.loads(log.read_text())["outcome"] == "failed"
+    # ... and `evaluate`, run beside it or anywhere else, reads that label from the service.
+    main(["evaluate", "--json"], transport=transport)
+    assert json.loads(capsys.readouterr().out)["failures"] == 1
     bad = call(transport, "POST", "/v1/outcomes", {"verdicts": [{"tool_use_id": "t2", "outcome": "maybe"}]})
     assert bad.status_code == 400 and "verdicts.0.outcome" in bad.json()["error"]["message"]
+
+
+def test_the_services_routing_entries_skip_and_count_lines_that_are_not_json(tmp_path, monkeypatch, capsys):
+    from ..service_harness import app_transport, call
+
+    transport, service = app_transport(tmp_path, '[gateway]\nprovider = "mock"\n')
+    assert call(transport, "GET", "/v1/routing/entries").json() == {"entries": [], "unreadable_lines": 0}  # no log yet
+    log = service.routing_log.path
+    log.parent.mkdir(parents=True, exist_ok=True)
+    labelled = {"prompt": "Design the cache", "labels": {"design": "yes"}}
+    log.write_text(json.dumps(labelled) + "\n{not json\n" + json.dumps({"prompt": "no labels yet"}) + "\n")
+    assert call(transport, "GET", "/v1/routing/entries").json() == {"entries": [labelled], "unreadable_lines": 1}
+    monkeypatch.setenv("SYSTEM1_INSTALL_DIR", str(tmp_path / "host"))
+    main(["evaluate", "--json"], transport=transport)
+    assert "skipped 1 routing log lines that are not JSON" in capsys.readouterr().err
+
+
+def test_teacher_labels_go_through_the_service_and_reach_evaluate_calibrate_and_learn_rows(tmp_path, monkeypatch, capsys):
+    from system1.routing.features import FEATURES
+
+    from ..service_harness import app_transport, call
+
+    toml = '[gateway]\nprovider = "mock"\n[routing]\nenabled = true\nlog_dirs = ["/work/proj"]\n[learning]\nenabled = false\n'
+    transport, service = app_transport(tmp_path, toml)
+    prompt = "Design the storage layer for the audit trail and compare the two options from last week"
+    call(transport, "POST", "/v1/route", {"hook_event_name": "UserPromptSubmit", "prompt": prompt, "cwd": "/work/proj"})
+    monkeypatch.setenv("SYSTEM1_INSTALL_DIR", str(tmp_path / "host"))
+    assert main(["prompts"], transport=transport) == 0
+    [waiting] = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert waiting["prompt"] == prompt and set(waiting["features"]) == set(FEATURES)
+    labels = {"read_only": "no", "design": "yes", "review": "no", "specified": "no"}
+    monkeypatch.setattr("sys.stdin", io.StringIO(json.dumps({"id": waiting["id"], "labels": labels}) + "\n"))
+    assert main(["prompts", "--label", "-"], transport=transport) == 0
+    assert "labelled 1 logged prompts" in capsys.readouterr().out
+    assert call(transport, "GET", "/v1/routing/waiting").json() == []  # nothing left to label
+    main(["evaluate", "--json"], transport=transport)
+    assert {name: f["n"] for name, f in json.loads(capsys.readouterr().out)["features"].items()} == dict.fromkeys(FEATURES, 1)
+    assert main(["calibrate", "--from-routing-log", "--json"], transport=transport) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["overall"]["before"]["n"] == 4 and set(report["questions"]) == set(FEATURES.values())
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    ({"labels": "yes"}, "labels: must be a list"),
+    ({"labels": [{"id": "", "labels": {"design": "yes"}}]}, "labels.0.id: must be a non-empty string"),
+    ({"labels": [{"id": "a", "labels": {"colour": "yes"}}]}, "labels.0.labels.colour: not a routing feature"),
+    ({"labels": [{"id": "a", "labels": {"design": "maybe"}}]}, "labels.0.labels.design: must be 'yes' or 'no'"),
+    ({"labels": [{"id": "a", "labels": {"design": "yes"}, "extra": 1}]}, "labels.0: must be an object with 'id' and 'labels'"),
+])
+def test_bad_teacher_labels_are_refused_naming_the_field(tmp_path, body, message):
+    from ..service_harness import app_transport, call
+
+    transport, _ = app_transport(tmp_path, '[gateway]\nprovider = "mock"\n')
+    response = call(transport, "POST", "/v1/routing/labels", body)
+    assert response.status_code == 400 and message in response.json()["error"]["message"]

@@ -8,7 +8,12 @@ import os
 import sys
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 from . import EXIT_DECISION, EXIT_HEALTH, EXIT_OK, EXIT_START, talk_to_service
+
+if TYPE_CHECKING:
+    from ..service.client import ServiceClient
 
 
 def labelled_rows(args: argparse.Namespace, command: str) -> list | None:
@@ -27,24 +32,44 @@ def labelled_rows(args: argparse.Namespace, command: str) -> list | None:
     return rows
 
 
+async def routing_log_rows(service: ServiceClient, args: argparse.Namespace) -> list:
+    """With `--from-routing-log`, the teacher labels of the service's routing log as rows."""
+    from ..offline import calibrate as tool
+    from ..routing.log import teacher_rows
+
+    if not args.from_routing_log:
+        return []
+    return tool.parse_rows(teacher_rows((await service.routing_entries())["entries"]), "the routing log")
+
+
+def sources(args: argparse.Namespace, *more: str) -> list[str]:
+    """What the rows came from, for the report."""
+    return (["standard input" if p == "-" else str(p) for p in args.data] + list(more)
+            + (["the routing log"] if args.from_routing_log else []))
+
+
 def run(args: argparse.Namespace) -> int:
     from ..core.calibration import LOCAL_FITS_NAME, SHIPPED_FITS
     from ..core.paths import install_dir
     from ..offline import calibrate as tool
     from ..service.client import ServiceClient
 
+    if not args.data and not args.from_routing_log:
+        print("system1 calibrate: give labelled JSONL files, --from-routing-log, or both", file=sys.stderr)
+        return EXIT_START
     rows = labelled_rows(args, "calibrate")
     if rows is None:
         return EXIT_START
 
     async def work(service: ServiceClient) -> int:
+        rows.extend(await routing_log_rows(service, args))
         answered, problems = await tool.ask_all(service, rows, progress=sys.stderr.isatty() and not args.json)
         if len(answered) < 2:
             print(f"system1 calibrate: too few answered rows to fit ({len(answered)}); {'; '.join(problems[:3])}",
                   file=sys.stderr)
             return EXIT_DECISION
         report, curves = tool.results(answered, args.target_accuracy, args.folds)
-        text = tool.render(report, ["standard input" if p == "-" else str(p) for p in args.data], problems)
+        text = tool.render(report, sources(args), problems)
         print(json.dumps(report, indent=2) if args.json else text)
         report_path = Path(args.report) if args.report else None
         if args.ship:

@@ -13,20 +13,27 @@ from . import EXIT_HEALTH, EXIT_OK, EXIT_START, talk_to_service
 def run(args: argparse.Namespace) -> int:
     from ..core.config import load_config
     from ..offline import evaluate as tool
+    from ..routing.log import evaluable_entries
     from ..service.client import ServiceClient
 
     config = load_config()
-    log = Path(args.log).expanduser() if args.log else config.routing_log
-    try:
-        entries = tool.read_log(log)
-    except (OSError, ValueError) as exc:
-        print(f"system1 evaluate: {exc}", file=sys.stderr)
-        return EXIT_START
     routing, gateway = config.settings.routing, config.settings.gateway
     threshold = args.threshold if args.threshold is not None else (
         routing.min_confidence if routing.min_confidence is not None else gateway.min_confidence)
 
     async def work(service: ServiceClient) -> int:
+        # The service's own log (in the stack, the one in its state volume), or the file named.
+        if args.log:
+            try:
+                entries, unreadable = evaluable_entries(Path(args.log).expanduser())
+            except OSError as exc:
+                print(f"system1 evaluate: {exc}", file=sys.stderr)
+                return EXIT_START
+        else:
+            read = await service.routing_entries()
+            entries, unreadable = read["entries"], read["unreadable_lines"]
+        if unreadable:
+            print(f"system1 evaluate: skipped {unreadable} routing log lines that are not JSON", file=sys.stderr)
         answers: list[dict[str, tool.FeatureAnswer]] = []
         for entry in entries:  # the four features of an entry in one engine pass
             reply = await service.features(entry["prompt"], args.provider, client="evaluate", batch=True)

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from . import EXIT_DECISION, EXIT_HEALTH, EXIT_OK, EXIT_START, talk_to_service
-from .calibrate import labelled_rows
+from .calibrate import labelled_rows, routing_log_rows, sources
 
 
 def run(args: argparse.Namespace) -> int:
@@ -24,8 +24,8 @@ def run(args: argparse.Namespace) -> int:
     except ImportError:
         print("system1 learn: needs scikit-learn and NumPy: pip install 'system1-gateway[learn]'", file=sys.stderr)
         return EXIT_START
-    if not args.data and not args.from_store:
-        print("system1 learn: give labelled JSONL files, --from-store, or both", file=sys.stderr)
+    if not args.data and not args.from_store and not args.from_routing_log:
+        print("system1 learn: give labelled JSONL files, --from-store, --from-routing-log, or more than one", file=sys.stderr)
         return EXIT_START
     rows = labelled_rows(args, "learn")
     if rows is None:
@@ -40,6 +40,7 @@ def run(args: argparse.Namespace) -> int:
                 print(f"system1 learn: {exc}", file=sys.stderr)
                 return EXIT_START
             rows.extend(stored)
+        rows.extend(await routing_log_rows(service, args))
         if not rows:
             print("system1 learn: no labelled rows", file=sys.stderr)
             return EXIT_DECISION
@@ -49,8 +50,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"system1 learn: no usable rows; {'; '.join(problems[:3])}", file=sys.stderr)
             return EXIT_DECISION
         results = tool.learn_all(examples, args.folds, threshold, progress)
-        sources = [str(p) for p in args.data] + (["the label store"] if args.from_store else [])
-        text = tool.render(results, examples[0], sources, problems, threshold, args.folds)
+        text = tool.render(results, examples[0], sources(args, *(["the label store"] if args.from_store else [])),
+                           problems, threshold, args.folds)
         print(json.dumps([r.as_dict() for r in results], indent=2) if args.json else text)
         heads = [r.fitted for r in results if r.fitted is not None]
         report_path = Path(args.report) if args.report else None

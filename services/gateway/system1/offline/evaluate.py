@@ -1,6 +1,6 @@
 """`system1 evaluate`: is an engine ready to route? Read-only.
 
-It reads the routing log, asks the engine the four routing features (through the gateway,
+It reads the routing log (the gateway service's, or a file), asks the engine the four routing features (through the gateway,
 calibrated, as the hook would) for every entry that has teacher feature labels or an outcome,
 and reports:
 - per feature: accuracy and AUROC against the teacher labels, and coverage and accuracy at the
@@ -17,9 +17,7 @@ Log entries are JSON lines with `prompt`, optional `labels` ({feature: "yes"/"no
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from .fitting import auroc
@@ -39,21 +37,6 @@ class FeatureAnswer:
     answer: str  # "yes" | "no"
     confidence: float
     p_yes: float
-
-
-def read_log(path: Path) -> list[dict[str, Any]]:
-    """Entries worth evaluating: with a prompt and teacher labels or an outcome."""
-    entries = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            entry = json.loads(line)
-        except ValueError as exc:
-            raise ValueError(f"{path}:{number}: not JSON ({exc})") from exc
-        if isinstance(entry, dict) and isinstance(entry.get("prompt"), str) and (entry.get("labels") or entry.get("outcome")):
-            entries.append(entry)
-    return entries
 
 
 def _share(hits: int, total: int) -> float | None:

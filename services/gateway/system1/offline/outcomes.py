@@ -11,14 +11,13 @@ the routing log's entries for the same `tool_use_id`.
 
 from __future__ import annotations
 
-import json
-import os
 import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..routing.log import rewrite_entries
 from .transcripts import Spawn
 
 BLOCKED = re.compile(r"\b(i am|i'm|i was|got|am) blocked\b|\bblocked by\b|\bcannot proceed\b|\bunable to (complete|finish)\b", re.I)
@@ -107,23 +106,13 @@ def as_json(verdicts: list[Verdict]) -> dict[str, Any]:
 
 def apply(log: Path, verdicts: list[Verdict]) -> int:
     """Write outcomes into the routing log's Agent entries; returns how many were labelled."""
-    if not log.exists():
-        return 0
     by_id = {v.tool_use_id: v for v in verdicts}
-    lines, changed = [], 0
-    for raw in log.read_text(encoding="utf-8").splitlines():
-        try:
-            entry = json.loads(raw)
-        except ValueError:
-            lines.append(raw)
-            continue
-        verdict = by_id.get(entry.get("tool_use_id")) if isinstance(entry, dict) else None
-        if verdict is not None and entry.get("outcome_source") != "manual":
-            entry.update(outcome=verdict.outcome, outcome_reason=verdict.reason, outcome_tier=verdict.tier, outcome_source="auto")
-            changed += 1
-            raw = json.dumps(entry, ensure_ascii=False)
-        lines.append(raw)
-    partial = log.with_suffix(log.suffix + ".tmp")
-    partial.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    os.replace(partial, log)
-    return changed
+
+    def label(entry: dict[str, Any]) -> bool:
+        verdict = by_id.get(entry.get("tool_use_id"))
+        if verdict is None or entry.get("outcome_source") == "manual":
+            return False
+        entry.update(outcome=verdict.outcome, outcome_reason=verdict.reason, outcome_tier=verdict.tier, outcome_source="auto")
+        return True
+
+    return rewrite_entries(log, label)

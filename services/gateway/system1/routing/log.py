@@ -1,13 +1,23 @@
-"""The routing log: prompts and features, written only for directories that opted in."""
+"""The routing log: prompts and features, written only for directories that opted in.
+
+Every entry has an `id`. Teacher labels for the four features (`labels`) are written into a
+prompt's entry by id (`write_labels`, from `POST /v1/routing/labels`), outcomes into an Agent
+spawn's entry by tool use id (`offline.outcomes.apply`); `evaluate` reads both, and
+`calibrate` and `learn` take the teacher labels as rows (`teacher_rows`).
+"""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 import json
+import os
+import secrets
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
+
+from .features import FEATURES
 
 
 def home_of(client: str) -> str:
@@ -31,6 +41,112 @@ def logged_dir(cwd: str, log_dirs: list[str], client: str) -> bool:
     return False
 
 
+def _entries(path: Path) -> Iterator[dict[str, Any] | None]:
+    """Each line's entry, or None for a line that is not a JSON object; nothing for a missing log."""
+    try:
+        handle = path.open(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return
+    with handle:
+        for line in handle:
+            if line.strip():
+                try:
+                    entry = json.loads(line)
+                except ValueError:
+                    entry = None
+                yield entry if isinstance(entry, dict) else None
+
+
+def evaluable_entries(path: Path) -> tuple[list[dict[str, Any]], int]:
+    """The log's entries worth evaluating (a prompt, and teacher labels or an outcome), and how
+    many lines were not JSON objects (skipped)."""
+    entries, unreadable = [], 0
+    for entry in _entries(path):
+        if entry is None:
+            unreadable += 1
+        elif isinstance(entry.get("prompt"), str) and (entry.get("labels") or entry.get("outcome")):
+            entries.append(entry)
+    return entries, unreadable
+
+
+def waiting(entry: dict[str, Any] | None) -> bool:
+    """A logged prompt with no teacher labels yet."""
+    return entry is not None and entry.get("source") == "prompt" and not entry.get("labels")
+
+
+def waiting_prompts(path: Path, limit: int) -> list[dict[str, Any]]:
+    """The newest `limit` prompts waiting for labels: id, prompt and the engine's features."""
+    found = [{"id": e.get("id"), "prompt": e.get("prompt"), "features": e.get("features")}
+             for e in _entries(path) if waiting(e) and e.get("id")]
+    return found[-limit:] if limit else []
+
+
+def rewrite_entries(path: Path, change: Callable[[dict[str, Any]], bool]) -> int:
+    """Call `change` on every entry (True when it changed it) and replace the file whole, never
+    half-written; lines that are not JSON objects stay as they were. How many entries changed."""
+    if not path.exists():
+        return 0
+    lines, changed = [], 0
+    for raw in path.read_text(encoding="utf-8").splitlines():
+        try:
+            entry = json.loads(raw)
+        except ValueError:
+            entry = None
+        if isinstance(entry, dict) and change(entry):
+            raw, changed = json.dumps(entry, ensure_ascii=False), changed + 1
+        lines.append(raw)
+    partial = path.with_suffix(path.suffix + ".tmp")
+    partial.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    os.replace(partial, path)
+    return changed
+
+
+def write_labels(path: Path, labels: dict[str, dict[str, str]]) -> int:
+    """Set the teacher labels of the prompt entries whose id is in `labels` (merged into any
+    already there); how many entries changed."""
+
+    def label(entry: dict[str, Any]) -> bool:
+        if entry.get("source") != "prompt" or entry.get("id") not in labels:
+            return False
+        entry["labels"] = {**(entry.get("labels") or {}), **labels[entry["id"]]}
+        return True
+
+    return rewrite_entries(path, label)
+
+
+def labels_of(raw: Any) -> dict[str, dict[str, str]]:
+    """Teacher labels sent as JSON (`{"labels": [{"id", "labels": {feature: "yes" | "no"}}]}`),
+    checked, by entry id; `ValueError` naming the item and field."""
+    items = raw.get("labels") if isinstance(raw, dict) else None
+    if not isinstance(items, list):
+        raise ValueError("labels: must be a list")
+    found: dict[str, dict[str, str]] = {}
+    for index, item in enumerate(items):
+        where = f"labels.{index}"
+        if not isinstance(item, dict) or set(item) - {"id", "labels"}:
+            raise ValueError(f"{where}: must be an object with 'id' and 'labels'")
+        entry_id, given = item.get("id"), item.get("labels")
+        if not isinstance(entry_id, str) or not entry_id:
+            raise ValueError(f"{where}.id: must be a non-empty string")
+        if not isinstance(given, dict) or not given:
+            raise ValueError(f"{where}.labels: must map features to 'yes' or 'no'")
+        for name, value in given.items():
+            if name not in FEATURES:
+                raise ValueError(f"{where}.labels.{name}: not a routing feature ({', '.join(FEATURES)})")
+            if value not in ("yes", "no"):
+                raise ValueError(f"{where}.labels.{name}: must be 'yes' or 'no'")
+        found[entry_id] = {**found.get(entry_id, {}), **given}
+    return found
+
+
+def teacher_rows(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Labelled rows for `calibrate` and `learn`: one per feature label of each entry, asked as
+    the hook asks it (the feature's question about `{"prompt": ...}`)."""
+    return [{"question": FEATURES[name], "context": {"prompt": entry["prompt"]}, "label": value}
+            for entry in entries for name, value in (entry.get("labels") or {}).items()
+            if name in FEATURES and value in ("yes", "no")]
+
+
 class RoutingLog:
     """Appends entries to the routing log; one writer per process, off the event loop."""
 
@@ -52,18 +168,14 @@ class RoutingLog:
         return self._waiting[1]
 
     def _count_unlabelled(self) -> int:
-        count = 0
-        with self.path.open(encoding="utf-8", errors="replace") as handle:
-            for line in handle:
-                try:
-                    entry = json.loads(line)
-                except ValueError:
-                    continue
-                count += isinstance(entry, dict) and entry.get("source") == "prompt" and not entry.get("labels")
-        return count
+        return sum(waiting(entry) for entry in _entries(self.path))
+
+    async def evaluable(self) -> tuple[list[dict[str, Any]], int]:
+        """`evaluable_entries` of this log, read off the event loop."""
+        return await asyncio.to_thread(evaluable_entries, self.path)
 
     async def append(self, entry: dict[str, Any]) -> None:
-        line = json.dumps({"ts": round(time.time(), 3), **entry}, ensure_ascii=False) + "\n"
+        line = json.dumps({"ts": round(time.time(), 3), "id": secrets.token_hex(8), **entry}, ensure_ascii=False) + "\n"
         async with self._lock:
             await asyncio.to_thread(self._write, line)
 

@@ -103,15 +103,19 @@ class ServiceClient:
 
     async def labelled(self) -> list[dict[str, Any]]:
         """The labelled decisions the gateway remembers, as `learn` rows."""
-        response = await self._send("GET", "/v1/labels")
-        try:
-            body = response.json() if response.status_code == 200 else None
-        except ValueError:
-            body = None
-        if not isinstance(body, list):
-            raise GatewayError(self.url, f"answered HTTP {response.status_code} without a list of rows",
-                               status=response.status_code)
-        return body
+        return self._list(await self._send("GET", "/v1/labels"), "rows")
+
+    async def routing_entries(self) -> dict[str, Any]:
+        """`{"entries", "unreadable_lines"}`: the service's routing log entries worth evaluating."""
+        return self._ok(await self._send("GET", "/v1/routing/entries"))
+
+    async def waiting_prompts(self, limit: int) -> list[dict[str, Any]]:
+        """The newest logged prompts waiting for teacher labels."""
+        return self._list(await self._send("GET", "/v1/routing/waiting", params={"limit": limit}), "prompts")
+
+    async def label_prompts(self, labels: dict[str, Any]) -> dict[str, Any]:
+        """Write teacher labels into the service's routing log: `{"labelled": n}`."""
+        return self._ok(await self._send("POST", "/v1/routing/labels", json=labels))
 
     async def apply_outcomes(self, verdicts: dict[str, Any]) -> dict[str, Any]:
         """Write spawn outcomes into the service's routing log: `{"applied": n}`."""
@@ -173,6 +177,16 @@ class ServiceClient:
                                status=response.status_code) from exc
         if not isinstance(body, dict):
             raise GatewayError(self.url, "answered with JSON that is not an object", status=response.status_code)
+        return body
+
+    def _list(self, response: httpx.Response, what: str) -> list[dict[str, Any]]:
+        try:
+            body = response.json() if response.status_code == 200 else None
+        except ValueError:
+            body = None
+        if not isinstance(body, list):
+            raise GatewayError(self.url, f"answered HTTP {response.status_code} without a list of {what}",
+                               status=response.status_code)
         return body
 
     def _ok(self, response: httpx.Response, also: tuple[int, ...] = ()) -> dict[str, Any]:

@@ -25,7 +25,8 @@ ALWAYS_OPEN = "/healthz"
 ANONYMOUS = "anonymous"
 JSON_TYPE = "application/json"
 # The REST routes that take a body; a POST elsewhere is the router's 404 or 405.
-JSON_POSTS = frozenset({"/v1/decide", "/v1/route", "/v1/features", "/v1/reload"})
+JSON_POSTS = frozenset({"/v1/decide", "/v1/route", "/v1/features", "/v1/reload", "/v1/feedback", "/v1/outcomes",
+                        "/v1/embed", "/v1/routing/labels"})
 
 
 def _refuse(code: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Awaitable
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -179,6 +179,32 @@ async def feedback(request: Request, service: ServiceDep) -> JSONResponse:
 async def labelled(service: ServiceDep) -> list[dict[str, Any]]:
     """The labelled decisions, as `learn` rows (question, options, context, label, kind)."""
     return await service.labelled()
+
+
+@router.get("/v1/routing/entries")
+async def routing_entries(service: ServiceDep) -> dict[str, Any]:
+    """The routing log's entries with a prompt and teacher labels or an outcome (what
+    `system1 evaluate` judges an engine on), and how many of its lines were not JSON."""
+    return await service.routing_entries()
+
+
+@router.get("/v1/routing/waiting")
+async def waiting_prompts(service: ServiceDep, limit: Annotated[int, Query(ge=1, le=1000)] = 50) -> list[dict[str, Any]]:
+    """The newest logged prompts with no teacher labels yet: `id`, `prompt` and the engine's features."""
+    return await service.waiting_prompts(limit)
+
+
+@router.post("/v1/routing/labels", responses=BAD_REQUEST | NOT_JSON,
+             openapi_extra={"requestBody": {"required": True, "content": {"application/json": {"schema": {
+                 "type": "object", "required": ["labels"], "properties": {"labels": {"type": "array", "items": {
+                     "type": "object", "required": ["id", "labels"], "additionalProperties": False,
+                     "properties": {"id": {"type": "string", "minLength": 1},
+                                    "labels": {"type": "object", "minProperties": 1,
+                                               "additionalProperties": {"enum": ["yes", "no"]}}}}}}}}}}})
+async def label_prompts(request: Request, service: ServiceDep) -> dict[str, int]:
+    """Teacher labels for logged prompts, by their `id` (`{"labels": [{"id", "labels": {feature:
+    "yes" | "no"}}]}`), written into the service's routing log: `{"labelled": n}`."""
+    return await service.label_prompts(await read_json(request))
 
 
 @router.post("/v1/outcomes", responses=BAD_REQUEST | NOT_JSON,

@@ -23,7 +23,7 @@ from ..core.result import Decision
 from ..core.schema import RequestError
 from ..offline import outcomes
 from ..routing.hook import Outcome, RouteEvent, RoutingHook, feature_views, parse_features
-from ..routing.log import RoutingLog
+from ..routing.log import RoutingLog, labels_of, waiting_prompts, write_labels
 from .auth import KeyRing, write_bridge_token
 from .metrics import Metrics
 from .reports import capabilities_report, health_report
@@ -181,6 +181,23 @@ class Service:
         """The embedder's vector of a request's judged text (for `system1 learn`)."""
         async with self._use() as gateway:
             return await gateway.embed(payload)
+
+    async def routing_entries(self) -> dict[str, Any]:
+        """The routing log's entries worth evaluating, for `system1 evaluate` wherever it runs."""
+        entries, unreadable = await self.routing_log.evaluable()
+        return {"entries": entries, "unreadable_lines": unreadable}
+
+    async def waiting_prompts(self, limit: int) -> list[dict[str, Any]]:
+        """The newest logged prompts waiting for teacher labels (what `/system1:calibrate` labels)."""
+        return await asyncio.to_thread(waiting_prompts, self.routing_log.path, limit)
+
+    async def label_prompts(self, payload: Any) -> dict[str, int]:
+        """Write teacher labels into logged prompts, by id; `RequestError` naming the field."""
+        try:
+            labels = labels_of(payload)
+        except ValueError as exc:
+            raise RequestError(str(exc)) from None
+        return {"labelled": await self.routing_log.rewrite(lambda path: write_labels(path, labels))}
 
     async def apply_outcomes(self, payload: Any) -> dict[str, int]:
         """Write spawn outcomes (from `system1 outcomes --apply`) into this service's routing log;
