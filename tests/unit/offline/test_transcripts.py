@@ -12,7 +12,7 @@ from system1.cli import main
 from system1.offline.outcomes import apply, judge, summary
 from system1.offline.transcripts import HINT, read_sessions
 from system1.routing.hook import hint_text
-from system1.offline.usage import DEFAULT_PRICES, load_prices, report
+from system1.offline.usage import DEFAULT_PRICES, load_prices, render, report
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
 SECRET = "the confidential merger codename is BLUEHERON"
@@ -140,6 +140,18 @@ def test_report_aggregates(projects):
     assert result["spawns_by_tier"] == {"sonnet": 4, "haiku": 1, "opus": 2}
     assert result["cost_by_tier_usd"] == {"sonnet": 12.0, "haiku": 1.0, "opus": 10.0}
     assert result["hint_overhead_usd"] == pytest.approx(45 * 5.0 / 1e6, abs=1e-4)
+
+
+def test_the_report_sums_up_agent_spawns_hints_failures_and_types(projects):
+    agent = report(read_sessions(projects, 30, NOW), load_prices(DEFAULT_PRICES))["agent_spawns"]
+    assert (agent["spawns"], agent["model_named"]) == (7, 1)  # only t3 asked for a model
+    assert agent["after_hint"] == {"followed": 2, "upgraded": 0, "below_hint": 1}  # t3 ran haiku under a sonnet hint
+    assert agent["by_tier"] == {"sonnet": 4, "haiku": 1, "opus": 2}
+    assert agent["failed_by_tier"] == {"sonnet": 2, "haiku": 1, "opus": 1}  # t2, t6 (redone); t3; t4 (blocked)
+    assert agent["by_subagent_type"] == {"general-purpose": 5, "tester": 2}
+    text = render(report(read_sessions(projects, 30, NOW), load_prices(DEFAULT_PRICES)), 30)
+    assert "Agent spawns: 7 (1 named a model); after a hint 2 followed it, 0 ran above it, 1 below it" in text
+    assert "failed, by tier: haiku 1 of 1, sonnet 2 of 4, opus 1 of 2; subagent types: general-purpose 5, tester 2" in text
 
 
 def test_the_commands_print_aggregates_and_never_prompt_text(projects, tmp_path, capsys):

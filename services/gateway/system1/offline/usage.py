@@ -3,6 +3,8 @@
 - reach: the share of prompts that got a routing hint;
 - adherence: of the spawns made after a hint, the share that ran on the hinted tier;
 - subagent cost by tier, from each spawn's token usage and the prices file;
+- Agent spawns: how many named a model, how the ones after a hint compare with it (followed,
+  upgraded past it, run below it), failures by tier (the rules of `outcomes`) and subagent types;
 - realised savings: spawns that followed a hint, against the same tokens at the usual tier mix
   (the mix of spawns made without a hint); missed savings: spawns upgraded past a hint,
   against the hinted tier; overhead: the hint text the orchestrator reads on each hinted prompt.
@@ -18,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..routing.rule import rank
+from .outcomes import judge
 from .transcripts import Session, Spawn
 
 DEFAULT_PRICES = Path(__file__).with_name("prices.json")
@@ -63,6 +66,7 @@ def report(sessions: dict[str, Session], prices: dict[str, Any]) -> dict[str, An
         by_tier[spawn.tier] += cost(spawn, spawn.tier, prices)
         spawns_by_tier[spawn.tier] += 1
     return {
+        "agent_spawns": agent_spawns(sessions),
         "sessions": len(sessions),
         "prompts": prompts,
         "hinted_prompts": hinted_prompts,
@@ -79,15 +83,40 @@ def report(sessions: dict[str, Session], prices: dict[str, Any]) -> dict[str, An
     }
 
 
+def agent_spawns(sessions: dict[str, Session]) -> dict[str, Any]:
+    """Every Agent spawn, whatever its tier: models named, hints against the tier that ran,
+    failures by tier, subagent types."""
+    spawns = [s for session in sessions.values() for s in session.spawns]
+    verdicts = [v for session in sessions.values() for v in judge(session.spawns)]
+    hinted = [s for s in spawns if s.hinted and s.tier]
+    return {
+        "spawns": len(spawns),
+        "model_named": sum(s.requested is not None for s in spawns),
+        "after_hint": {"followed": sum(s.tier == s.hinted for s in hinted),
+                       "upgraded": sum(rank(s.tier) > rank(s.hinted) for s in hinted),
+                       "below_hint": sum(rank(s.tier) < rank(s.hinted) for s in hinted)},
+        "by_tier": dict(Counter(v.tier or "unknown" for v in verdicts)),
+        "failed_by_tier": dict(Counter(v.tier or "unknown" for v in verdicts if v.outcome == "failed")),
+        "by_subagent_type": dict(Counter(s.subagent_type or "unknown" for s in spawns).most_common()),
+    }
+
+
 def render(r: dict[str, Any], days: int) -> str:
     def pct(v: float | None) -> str:
         return "-" if v is None else f"{v:.0%}"
 
     tiers = ", ".join(f"{t} {r['spawns_by_tier'].get(t, 0)} (${r['cost_by_tier_usd'].get(t, 0):.2f})" for t in ("haiku", "sonnet", "opus"))
+    agent = r["agent_spawns"]
+    hints = agent["after_hint"]
+    failed = ", ".join(f"{t} {agent['failed_by_tier'].get(t, 0)} of {n}" for t, n in sorted(agent["by_tier"].items(), key=lambda x: rank(x[0]) if x[0] != "unknown" else 9))
+    kinds = ", ".join(f"{name} {n}" for name, n in list(agent["by_subagent_type"].items())[:5])
     return "\n".join([
         f"System-1 over the last {days} days: {r['sessions']} sessions, {r['prompts']} prompts",
         f"hint reach: {r['hinted_prompts']} hinted prompts ({pct(r['reach'])})",
         f"adherence: {pct(r['adherence'])} of {r['spawns_after_hint']} spawns after a hint ran on the hinted tier",
+        f"Agent spawns: {agent['spawns']} ({agent['model_named']} named a model); after a hint {hints['followed']} followed it, "
+        f"{hints['upgraded']} ran above it, {hints['below_hint']} below it",
+        f"failed, by tier: {failed or '-'}; subagent types: {kinds or '-'}",
         f"subagents by tier: {tiers}",
         f"savings: realised ${r['realised_savings_usd']:.2f}, missed ${r['missed_savings_usd']:.2f}, "
         f"hint overhead ${r['hint_overhead_usd']:.2f}, net ${r['net_usd']:.2f}",
