@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup test test-unit test-contract test-fuzz test-stack contract-envs images up down purge logs smoke smoke-local serve bench bench-engines models schemas clean
+.PHONY: setup test test-unit test-contract test-fuzz test-stack contract-envs images up down unregister uninstall purge logs smoke smoke-local serve bench bench-engines models schemas clean
 
 # The host tools, installed once and again whenever what they come from changes; every target
 # that runs them depends on this, so each works on a fresh clone with nothing run before it.
@@ -72,9 +72,18 @@ up: images  ## start the stack and wait until it is healthy
 down:  ## stop the stack (volumes are kept; `docker volume rm` to drop them)
 	$(STACK) down --remove-orphans
 
+# The MCP registration `/system1:setup` or the README made, where Claude Code is installed.
+unregister:  ## remove the user-scope `system1` MCP server from Claude Code (if `claude` is on PATH)
+	@if command -v claude >/dev/null 2>&1; then \
+	  claude mcp remove --scope user system1 >/dev/null 2>&1 && echo "unregistered the system1 MCP server" \
+	    || echo "no user-scope system1 MCP server was registered"; \
+	else echo "claude is not on PATH: nothing to unregister"; fi
+
+uninstall: down unregister  ## stop the stack and unregister the MCP server; volumes, images and venvs stay
+
 # Everything labelled with the stack's project, whichever profiles started it, then its images.
 PROJECT_FILTER := --filter label=com.docker.compose.project=system1
-purge:  ## remove the stack's containers, volumes (state, fits, keys, models), networks and images, and the host venvs and build inputs
+purge: unregister  ## remove the stack's containers, volumes (state, fits, keys, models), networks and images, and the host venvs and build inputs
 	-docker ps -aq $(PROJECT_FILTER) | xargs -r docker rm -f
 	-docker volume ls -q $(PROJECT_FILTER) | xargs -r docker volume rm
 	-docker network ls -q $(PROJECT_FILTER) | xargs -r docker network rm

@@ -107,3 +107,16 @@ def test_the_cli_validates_the_plugin_with_its_three_hooks_and_every_skill(claud
     skills = sorted(p.parent.name for p in (ROOT / "plugin" / "skills").glob("*/SKILL.md"))
     assert len(skills) == 8 and all(f"skills: system1:{name}" in done.stdout for name in skills)
     assert all(f"hooks: {event}" in done.stdout for event in ("UserPromptSubmit", "PreToolUse", "SessionStart"))
+
+
+def test_make_unregister_removes_the_mcp_server_the_readme_registers(claude):
+    binary, env = claude
+    on_path = {**env, "PATH": f"{VENVS / 'claude'}:{env['PATH']}"}
+    mcp = [binary, "mcp"]
+    add = [*mcp, "add", "--scope", "user", "--transport", "stdio", "system1", "--",
+           "docker", "exec", "-i", "-e", "SYSTEM1_CLIENT=me", "system1-gateway", "system1", "mcp"]
+    subprocess.run(add, env=env, cwd=env["HOME"], check=True, capture_output=True, timeout=60)
+    assert subprocess.run([*mcp, "get", "system1"], env=env, cwd=env["HOME"], capture_output=True, timeout=60).returncode == 0
+    done = subprocess.run(["make", "-s", "-C", str(ROOT), "unregister"], env=on_path, capture_output=True, text=True, timeout=60)
+    assert "unregistered the system1 MCP server" in done.stdout, done.stdout + done.stderr
+    assert subprocess.run([*mcp, "get", "system1"], env=env, cwd=env["HOME"], capture_output=True, timeout=60).returncode != 0
