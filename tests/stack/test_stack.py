@@ -1,9 +1,10 @@
 """What only the containers show: the default stack answers with the real engine, publishes
-on loopback only, serves MCP over `docker exec -i`, survives the loss of its engine, and is
-scraped by Prometheus."""
+on loopback only, serves MCP over `docker exec -i`, survives the loss of its engine, is scraped
+by Prometheus, and runs the commands the plugin's skills give it."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import threading
 
@@ -157,8 +158,6 @@ def test_the_compose_files_parse_with_the_gpu_layer():
 
 
 def test_a_fresh_stack_answers_the_seed_questions_calibrated(stack, http):
-    import json
-
     row = json.loads((ROOT / "calibration" / "yes-no-seed.jsonl").read_text().splitlines()[0])
     body = http.post("/v1/decide", json={"question": row["question"], "context": row["context"], "min_confidence": 0}).json()
     assert body["calibrated"] is True and body["provider"] == "systemone"
@@ -168,11 +167,34 @@ def test_a_fresh_stack_answers_the_seed_questions_calibrated(stack, http):
 
 @pytest.mark.parametrize(("command", "destructive"), [("rm -rf /", "yes"), ("git clean -fdx", "yes"), ("ls -la", "no")])
 def test_the_default_stack_judges_commands_no_training_row_holds_with_the_shipped_head(stack, http, command, destructive):
-    import json
-
     seeds = (ROOT / "calibration" / "yes-no-seed.jsonl").read_text().splitlines()
     assert all(json.loads(line)["context"]["command"] != command for line in seeds)
     body = http.post("/v1/decide", json={"question": "Is this tool call destructive or hard to reverse?",
                                          "context": {"tool": "Bash", "command": command}}).json()
     assert body["status"] == "decided" and body["decision"] == destructive
     assert "learned head" in body["rationale"]
+
+
+def in_gateway(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    """A command a skill runs in the gateway's container, as the skill writes it."""
+    command = ["docker", "exec", *(["-i"] if stdin is not None else []), "system1-gateway", "system1", *args]
+    return subprocess.run(command, input=stdin, capture_output=True, text=True, timeout=180)
+
+
+def test_the_commands_the_skills_run_in_the_container_work_against_the_stack(stack, http):
+    assert in_gateway("prompts", "--limit", "30").returncode == 0  # none logged: routing is off here
+    labelled = in_gateway("prompts", "--label", "-", stdin='{"id": "0123abcd", "labels": {"design": "yes"}}\n')
+    assert labelled.returncode == 0 and "labelled 0 logged prompts" in labelled.stdout
+    evaluated = in_gateway("evaluate")
+    assert evaluated.returncode == 2 and "NOT READY" in evaluated.stdout  # no labels yet
+    rows = "".join(json.dumps({**TEAMS, "context": {"message": message}, "label": label}) + "\n" for message, label in [
+        ("I was charged twice", TEAMS["options"][0]), ("The app crashes on start", TEAMS["options"][1]),
+        ("How much is the team plan?", TEAMS["options"][2]), ("Refund my order", TEAMS["options"][0])])
+    fitted = in_gateway("calibrate", "--from-routing-log", "--target-accuracy", "0.8", "-", stdin=rows)
+    assert fitted.returncode == 0 and "Calibration report: systemone all-MiniLM-L6-v2" in fitted.stdout, fitted.stderr
+    assert in_gateway("toggle", "off").returncode == 0
+    assert http.get("/v1/health").json()["status"] == "paused"
+    assert in_gateway("toggle", "on").returncode == 0
+    assert in_gateway("reload").returncode == 0
+    assert in_gateway("smoke", stdin="").returncode == 0
+    assert http.get("/v1/health").json()["status"] == "ok"

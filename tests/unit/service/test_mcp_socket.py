@@ -101,21 +101,30 @@ def test_local_sessions_count_against_the_per_client_cap_and_show_in_metrics(tmp
     assert "system1_mcp_sessions 2.0" in metrics
 
 
-def test_a_connection_without_a_valid_hello_is_refused(tmp_path, monkeypatch):
+def test_a_connection_without_a_hello_line_is_refused_and_a_bad_name_is_anonymous(tmp_path, monkeypatch):
     monkeypatch.setattr(mcp_socket, "HELLO_TIMEOUT_S", 0.2)
-    with running_service(tmp_path, '[gateway]\nprovider = "mock"\n') as svc:
+    log = tmp_path / "requests.jsonl"
+    with running_service(tmp_path, f'[gateway]\nprovider = "mock"\n[service]\nrequest_log = "{log}"\n') as svc:
         replies = []
-        for hello in (b"hello\n", b'{"system1_client": "no spaces allowed"}\n', b""):
+        for hello in (b"hello\n", b""):
             with socket.socket(socket.AF_UNIX) as sock:
                 sock.settimeout(30)
                 sock.connect(str(mcp_socket_path(svc.state_dir)))
                 sock.sendall(hello)
                 replies.append(json.loads(sock.makefile().readline())["error"]["message"])
-    assert replies == [
-        'session refused: the first line must be {"system1_client": "<name>"}',
-        "session refused: system1_client 'no spaces allowed' is not a valid client name",
-        "session refused: no hello line within 0.2 s",
-    ]
+        with socket.socket(socket.AF_UNIX) as sock:
+            sock.settimeout(30)
+            sock.connect(str(mcp_socket_path(svc.state_dir)))
+            call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "system1_decide", "arguments": SEED}}
+            sock.sendall(b'{"system1_client": "no spaces allowed"}\n' + json.dumps(INITIALIZE).encode() + b"\n"
+                         + json.dumps(call).encode() + b"\n")
+            answers = sock.makefile()
+            assert json.loads(answers.readline())["id"] == 1
+            assert json.loads(answers.readline())["result"]["structuredContent"]["status"] == "decided"
+        svc.service.request_log.close()
+    assert replies == ['session refused: the first line must be {"system1_client": "<name>"}',
+                       "session refused: no hello line within 0.2 s"]
+    assert json.loads(log.read_text().splitlines()[-1])["client"] == "anonymous"
 
 
 def test_the_relay_says_so_when_the_service_stops_under_it(tmp_path):

@@ -2,7 +2,8 @@
 started beside the service (`relay.py`).
 
 Each connection is one session of the same SDK server as `/mcp`, on a line-delimited wire like
-stdio: a first line names the caller (`{"system1_client": "<name>"}`), then one JSON-RPC
+stdio: a first line names the caller (`{"system1_client": "<name>"}`; a name that is not a
+valid client name is `anonymous`), then one JSON-RPC
 message per line each way. Sessions count against the `/mcp` caps (`McpSessions`). A bad or
 missing hello, a refused session or a line over `[service] max_body_bytes` gets a JSON-RPC
 error (id null) before the service closes the connection. When the client closes its side,
@@ -28,6 +29,7 @@ from mcp.shared.message import SessionMessage
 
 from ..core.paths import mcp_socket_path
 from .auth import valid_name
+from .hygiene import ANONYMOUS
 from .mcp_http import McpSessions
 from .stdio import LineTooLong, error_message, serve_wire
 
@@ -56,9 +58,8 @@ async def _read_hello(reader: BufferedByteReceiveStream) -> str:
         client = json.loads(line)["system1_client"]
     except (ValueError, TypeError, KeyError):
         raise Refused('the first line must be {"system1_client": "<name>"}') from None
-    if not isinstance(client, str) or not valid_name(client):
-        raise Refused(f"system1_client {client!r} is not a valid client name")
-    return client
+    # A name that is not a valid client name is anonymous, as the header is over HTTP.
+    return client if isinstance(client, str) and valid_name(client) else ANONYMOUS
 
 
 @contextlib.asynccontextmanager
