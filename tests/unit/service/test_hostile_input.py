@@ -100,16 +100,20 @@ async def test_a_wrong_method_says_which_are_allowed(svc):
     assert response.status_code == 405 and response.headers["allow"] == "POST"
 
 
-async def test_an_internal_error_is_a_500_envelope_and_the_service_goes_on(svc, monkeypatch, caplog):
-    async def broken() -> dict:
+@pytest.mark.parametrize(("method", "path", "broken_call"), [
+    ("GET", "/v1/capabilities", "capabilities"),  # a route of the framework's router
+    ("POST", "/v1/decide", "decide"),             # the route `Hygiene` answers directly
+])
+async def test_an_internal_error_is_a_500_envelope_and_the_service_goes_on(svc, monkeypatch, caplog, method, path, broken_call):
+    async def broken(*args: object) -> dict:
         raise KeyError("bug")
 
-    monkeypatch.setattr(svc.service, "capabilities", broken)
-    response = await svc.http.get("/v1/capabilities")
+    monkeypatch.setattr(svc.service, broken_call, broken)
+    response = await svc.http.request(method, path, json={"question": "Is this fine?"} if method == "POST" else None)
     assert response.status_code == 500 and "internal error in the gateway (KeyError)" in message(response)
     assert (await svc.http.get("/v1/health")).status_code == 200
     assert [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR] == [
-        "internal error answering GET /v1/capabilities"]
+        f"internal error answering {method} {path}"]
 
 
 async def test_the_bridge_refuses_what_it_cannot_send_without_the_service():
