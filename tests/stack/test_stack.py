@@ -63,7 +63,7 @@ def mcp_processes() -> list[str]:
     return [line for line in top.stdout.splitlines()[1:] if "system1 mcp" in line]
 
 
-def test_mcp_over_docker_exec_with_the_official_client(stack):
+def test_mcp_over_docker_exec_with_the_official_client(stack, http):
     params = StdioServerParameters(command="docker", args=["exec", "-i", "-e", "SYSTEM1_CLIENT=stack-test",
                                                            "system1-gateway", "system1", "mcp"])
 
@@ -73,9 +73,12 @@ def test_mcp_over_docker_exec_with_the_official_client(stack):
                 names = sorted(t.name for t in (await client.list_tools()).tools)
                 decided = await client.call_tool("system1_decide", {**TEAMS, "context": {"message": "The app crashes on start"}})
                 health = await client.call_tool("system1_health", {})
-                return names, decided.structured_content, health.structured_content
+                # A session of the service itself: the relay reached its socket (the HTTP bridge opens none).
+                sessions = http.get("/metrics").text
+                return names, decided.structured_content, health.structured_content, sessions
 
-    names, decided, health = anyio.run(session)
+    names, decided, health, sessions = anyio.run(session)
+    assert "system1_mcp_sessions 1.0" in sessions
     assert names == ["system1_capabilities", "system1_decide", "system1_health"]
     assert decided["provider"] == "systemone" and decided["status"] in ("decided", "abstained")
     assert health["status"] == "ok"
