@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup test test-unit test-contract test-fuzz test-stack contract-envs images up down unregister uninstall purge logs smoke smoke-local serve bench bench-engines models schemas clean
+.PHONY: setup test test-unit test-contract test-fuzz test-stack contract-envs images learn-image learn up down unregister uninstall purge logs smoke smoke-local serve bench bench-engines models schemas clean
 
 # The host tools, installed once and again whenever what they come from changes; every target
 # that runs them depends on this, so each works on a fresh clone with nothing run before it.
@@ -95,8 +95,15 @@ logs:  ## the stack's recent logs
 	$(STACK) logs --tail=200
 
 test-stack: $(TOOLS)  ## build, start, test and tear down the stack (skipped where no Docker daemon runs)
-	@if docker info >/dev/null 2>&1; then $(MAKE) --no-print-directory images; fi
+	@if docker info >/dev/null 2>&1; then $(MAKE) --no-print-directory images learn-image; fi
 	$(BIN)/pytest tests/stack
+
+learn-image:  ## build the image `make learn` runs (the gateway's, with scikit-learn)
+	$(if $(filter 1,$(OFFLINE)),deploy/images/prepare-offline.sh,true)
+	$(STACK) --profile tools build learn
+
+learn: learn-image  ## `system1 learn` beside the running stack: make learn ARGS="--from-store --write" (rows on stdin: ARGS="- --write" < rows.jsonl)
+	$(STACK) --profile tools run --rm -T learn system1 learn $(ARGS)
 
 smoke: $(TOOLS)  ## check MCP over docker exec against the running stack, with one decision
 	$(BIN)/system1 smoke --command "docker exec -i -e SYSTEM1_CLIENT=smoke system1-gateway system1 mcp" \

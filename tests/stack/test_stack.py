@@ -5,6 +5,7 @@ by Prometheus, and runs the commands the plugin's skills give it."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import threading
 
@@ -201,3 +202,14 @@ def test_the_commands_the_skills_run_in_the_container_work_against_the_stack(sta
     assert in_gateway("reload").returncode == 0
     assert in_gateway("smoke", stdin="").returncode == 0
     assert http.get("/v1/health").json()["status"] == "ok"
+
+
+def test_learn_in_its_container_writes_heads_the_gateway_then_serves(stack, http):
+    rows = (ROOT / "calibration" / "yes-no-seed.jsonl").read_text().splitlines()[:80]
+    kind = "question:is this tool call destructive or hard to reverse?"
+    learned = subprocess.run([*compose_command(), "--profile", "tools", "run", "--rm", "-T", "learn",
+                              "system1", "learn", "-", "--write"], cwd=ROOT, input="\n".join(rows) + "\n",
+                             env={**os.environ, "COMPOSE_PROJECT_NAME": "system1"}, capture_output=True, text=True, timeout=600)
+    assert learned.returncode == 0, learned.stdout[-2000:] + learned.stderr[-2000:]
+    heads = http.get("/v1/capabilities").json()["learning"]["heads"]
+    assert [h["n"] for h in heads if h["kind"] == kind] == [80]  # this installation's head, over the shipped one
