@@ -73,7 +73,8 @@ async def test_the_routing_hook_validates_its_input_by_field(svc, raw, field):
     assert response.status_code == 400 and field in message(response)
 
 
-@pytest.mark.parametrize("path", ["/v1/decide", "/v1/route", "/v1/reload"])
+@pytest.mark.parametrize("path", ["/v1/decide", "/v1/route", "/v1/reload", "/v1/features", "/v1/feedback",
+                                  "/v1/outcomes", "/v1/embed", "/v1/routing/labels"])
 async def test_posts_must_be_json_so_a_web_form_cannot_send_one(svc, path):
     for headers in ({"content-type": "text/plain"}, {"content-type": "application/x-www-form-urlencoded"}, {}):
         response = await svc.http.post(path, content=b'{"question": "q"}', headers=headers)
