@@ -174,6 +174,10 @@ class RoutingLog:
         """`evaluable_entries` of this log, read off the event loop."""
         return await asyncio.to_thread(evaluable_entries, self.path)
 
+    async def waiting(self, limit: int) -> list[dict[str, Any]]:
+        """`waiting_prompts` of this log, read off the event loop."""
+        return await asyncio.to_thread(waiting_prompts, self.path, limit)
+
     async def append(self, entry: dict[str, Any]) -> None:
         line = json.dumps({"ts": round(time.time(), 3), "id": secrets.token_hex(8), **entry}, ensure_ascii=False) + "\n"
         async with self._lock:

@@ -97,7 +97,7 @@ async def socket_wire(
         try:
             async with from_output:
                 async for item in from_output:
-                    await stream.send(item.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n")
+                    await stream.send(_line(item))
         finally:
             written.set()
 
@@ -171,7 +171,11 @@ class LocalMcp:
                 await serve_wire(self.build(client), wire_in, wire_out)
 
 
+def _line(item: SessionMessage) -> bytes:
+    """One message as the wire carries it, as the SDK's stdio transport writes it."""
+    return item.message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n"
+
+
 async def _send_error(stream: SocketStream, reason: Any) -> None:
-    message = error_message(types.INVALID_REQUEST, f"session refused: {reason}").message
     with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
-        await stream.send(message.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n")
+        await stream.send(_line(error_message(types.INVALID_REQUEST, f"session refused: {reason}")))

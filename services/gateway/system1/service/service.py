@@ -23,7 +23,7 @@ from ..core.result import Decision
 from ..core.schema import RequestError
 from ..offline import outcomes
 from ..routing.hook import Outcome, RouteEvent, RoutingHook, feature_views, parse_features
-from ..routing.log import RoutingLog, labels_of, waiting_prompts, write_labels
+from ..routing.log import RoutingLog, labels_of, write_labels
 from .auth import KeyRing, write_bridge_token
 from .metrics import Metrics
 from .reports import capabilities_report, health_report
@@ -189,7 +189,7 @@ class Service:
 
     async def waiting_prompts(self, limit: int) -> list[dict[str, Any]]:
         """The newest logged prompts waiting for teacher labels (what `/system1:calibrate` labels)."""
-        return await asyncio.to_thread(waiting_prompts, self.routing_log.path, limit)
+        return await self.routing_log.waiting(limit)
 
     async def label_prompts(self, payload: Any) -> dict[str, int]:
         """Write teacher labels into logged prompts, by id; `RequestError` naming the field."""
