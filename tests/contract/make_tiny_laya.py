@@ -9,25 +9,29 @@ code paths are real, its probabilities mean nothing.
 from __future__ import annotations
 
 import json
-import string
 import sys
 from pathlib import Path
 
 import torch
 from laya.common import build_model
 from safetensors.torch import save_file
-from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import ModernBertConfig, PreTrainedTokenizerFast
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+# Byte-level BPE (GPT-2's pre-tokenizer over bytes), as ModernBERT's own tokenizer is: every text
+# is encodable, and llama.cpp's converter and tokenizer accept it. Merges are learned from this
+# line, so the vocabulary is the same on every run.
+CORPUS = ["Rerun the flaky pipeline or block the merge? Is git push --force destructive? " * 4]
 
 
 def tokenizer(out: Path) -> int:
-    pieces = list(string.ascii_lowercase + string.digits + string.punctuation)
-    vocab = {token: i for i, token in enumerate(SPECIALS + pieces + [f"##{p}" for p in pieces])}
-    tok = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]", max_input_chars_per_word=100))
-    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok = Tokenizer(models.BPE(unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator(CORPUS, trainers.BpeTrainer(vocab_size=320, special_tokens=SPECIALS, show_progress=False,
+                                                          initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    vocab = tok.get_vocab()
     tok.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
         special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])],
@@ -35,7 +39,7 @@ def tokenizer(out: Path) -> int:
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
                                    sep_token="[SEP]", mask_token="[MASK]", model_max_length=1024)
     fast.save_pretrained(out / "tokenizer")
-    return len(vocab)
+    return tok.get_vocab_size()
 
 
 def main(out: Path) -> None:
@@ -44,7 +48,7 @@ def main(out: Path) -> None:
     encoder = ModernBertConfig(
         vocab_size=vocab_size, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
         max_position_embeddings=1024, pad_token_id=0, cls_token_id=2, sep_token_id=3, bos_token_id=2, eos_token_id=3,
-        global_attn_every_n_layers=1, local_attention=128, reference_compile=False,
+        global_attn_every_n_layers=3, local_attention=128, reference_compile=False,
     )
     encoder.save_pretrained(out / "encoder")
     config = {"encoder": str(out / "encoder"), "head_layers": 1, "act_costs": {"escalate": 0.5},

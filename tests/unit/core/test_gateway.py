@@ -269,7 +269,7 @@ async def test_capabilities_describe_the_chain_limits_and_schemas(tmp_path):
     assert caps["tools"] == ["system1_decide", "system1_health", "system1_capabilities"]
     assert caps["provider"] == "mock" and caps["fallback"] == []
     assert caps["providers"]["mock"]["max_options"] == 4
-    assert caps["available_providers"] == ["laya", "von", "systemone", "ollama", "anthropic", "mock"]
+    assert caps["available_providers"] == ["laya", "von", "systemone", "llama", "ollama", "anthropic", "mock"]
     assert caps["request_schema"]["additionalProperties"] is False
     assert "attempts" in caps["response_schema"]["properties"]
 

@@ -1,11 +1,15 @@
-"""The von and systemone adapters against the `/v1/systemone` wire (Von 1.3, llama-server)."""
+"""The von, systemone and llama adapters against the `/v1/systemone` wire (Von 1.3, serve.py,
+llama-server)."""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import httpx
 import pytest
 
 from system1.providers.base import MalformedResponse, ProviderError, ProviderTimeout, Query
+from system1.providers.llama import LlamaOptions, LlamaProvider
 from system1.providers.systemone import SystemOneOptions, SystemOneProvider
 from system1.providers.von import VonOptions, VonProvider
 
@@ -108,10 +112,33 @@ async def test_von_engine_exceptions_arrive_as_422_and_become_provider_errors():
         await von(wire).decide(None, QUERY, 5)
 
 
+def llama(wire, **options) -> LlamaProvider:
+    return LlamaProvider(LlamaOptions(**options), client=wire.client())
+
+
 async def test_llama_server_validation_errors_become_provider_errors():
-    body = {"error": {"type": "unprocessable_entity_error", "message": "at most 255 are supported"}}
-    with pytest.raises(ProviderError, match="at most 255 are supported"):
-        await systemone(FakeWire(json_reply(body, 422))).decide(None, QUERY, 5)
+    # As llama-server 11434 answers (seen in test_llama_server.py against the real binary).
+    body = {"error": {"code": 400, "type": "invalid_request_error",
+                      "message": "questions.q0: too many options (53), this model supports at most 52"}}
+    with pytest.raises(ProviderError, match="HTTP 400: .*at most 52"):
+        await llama(FakeWire(json_reply(body, 400))).decide(None, QUERY, 5)
+
+
+async def test_llama_keys_calibration_on_the_model_files_name_and_sends_only_the_wire_fields():
+    wire = FakeWire(json_reply(choice_reply(model="/models/gguf/d1-3B-Q8_0.gguf")))
+    answer = await llama(wire).decide(None, replace(QUERY, embed=True), 5)
+    assert answer.model == "d1-3B-Q8_0.gguf"
+    assert set(wire.bodies[0]) == {"state", "questions"}  # no serve.py `embed` field
+    assert wire.requests[0].url.port == 8080
+
+
+async def test_llama_has_no_batch_endpoint_and_no_embeddings():
+    with pytest.raises(ValueError, match="batch"):
+        LlamaOptions(batch=True)
+    provider = llama(FakeWire(json_reply({})))
+    assert provider.capabilities().batch is False
+    with pytest.raises(ProviderError, match="no embeddings"):
+        await provider.embed("text", QUERY, 5)
 
 
 async def test_transport_failures_and_timeouts_are_typed():

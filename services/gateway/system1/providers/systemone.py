@@ -1,11 +1,10 @@
-"""Any other `/v1/systemone` server: llama.cpp's `llama-server` with a decision GGUF, or
-`engines/systemone/serve.py` for the Hugging Face engines.
+"""Any `/v1/systemone` server, `engines/systemone/serve.py` (the Hugging Face engines) first.
 
-Maps as `von`, except that `model` is sent only when set (llama-server answers with the model
-it loaded, and the reply's `model` names the checkpoint for calibration). The option limit is
-the server's (`max_options`, llama-server's 255 by default); `batch = true` says the server also
-takes `POST /v1/systemone/batch` (serve.py and Laya do, llama-server does not). Health:
-`GET /health`.
+Maps as `von`, except that `model` is sent only when set (the reply's `model` names the
+checkpoint the server loaded, which keys calibration). The option limit is the server's
+(`max_options`); `batch = true` says the server also takes `POST /v1/systemone/batch` (serve.py
+and Laya do). serve.py also returns embeddings for learned heads (`embed`, `POST /v1/embed`).
+llama.cpp's llama-server has its own adapter, `llama`. Health: `GET /health`.
 """
 
 from __future__ import annotations

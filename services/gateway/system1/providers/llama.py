@@ -1,0 +1,46 @@
+"""llama.cpp's `llama-server` with a decision GGUF, `POST /v1/systemone` (engines/llama).
+
+The `systemone` mapping, with what this server does differently: it has no batch endpoint (the
+lane sends one request per state), no `/v1/embed` (learned heads take their embeddings from
+the `[learning]` embedder, the MiniLM service by default), and its option limit is the model's
+(52 for openjev models, whose options are the letters A–Z and a–z; 255 for laya, lev, clef):
+set `max_options` to it so that a longer list is refused before the call. The reply's `model`
+is the server's `--alias`, else the model file's path: only its file name keys calibration, so
+moving the file keeps the fits. Its key, if the server was started with `--api-key`, comes from
+`SYSTEM1_LLAMA_API_KEY`.
+"""
+
+from __future__ import annotations
+
+from pathlib import PurePath
+from typing import Any, ClassVar, Literal
+
+from .base import Capabilities, Provider, Query
+from .systemone import SystemOneOptions, SystemOneProvider
+
+
+class LlamaOptions(SystemOneOptions):
+    endpoint: str = "http://127.0.0.1:8080"
+    batch: Literal[False] = False  # llama-server has no batch endpoint
+
+
+class LlamaProvider(SystemOneProvider):
+    name = "llama"
+    Options: ClassVar[type[LlamaOptions]] = LlamaOptions
+    secret_env = ("SYSTEM1_LLAMA_API_KEY",)
+
+    @property
+    def model_id(self) -> str:
+        return self.options.model or "llama-server"
+
+    def extra_body(self, queries: list[Query]) -> dict[str, Any]:
+        return {}  # it would refuse serve.py's `embed` field
+
+    embed = Provider.embed  # no embeddings: `ProviderError`
+
+    def answered_model(self, reply: dict[str, Any]) -> str:
+        model = str(reply.get("model") or self.model_id)
+        return PurePath(model).name if "/" in model else model
+
+    def capabilities(self) -> Capabilities:
+        return Capabilities(max_options=self.options.max_options, multi_question=True, batch=False, model=self.model_id)
