@@ -16,6 +16,8 @@ ROOT = Path(__file__).resolve().parents[2]
 GATEWAY = "http://127.0.0.1:8080"
 PROMETHEUS = "http://127.0.0.1:9090"
 CONTAINERS = ("system1-gateway", "system1-systemone", "system1-metrics")
+# The gateway reads a copy of deploy/config.toml, which a test may edit as a user edits theirs.
+STACK_CONFIG = ROOT / "build" / "stack" / "config.toml"
 
 
 def compose_command() -> list[str]:
@@ -54,9 +56,12 @@ def stack():
     if not docker_available():
         pytest.skip("no Docker daemon answers `docker info` here")
     compose = compose_command()
+    STACK_CONFIG.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(ROOT / "deploy" / "config.toml", STACK_CONFIG)
+    os.environ["SYSTEM1_CONFIG_FILE"] = str(STACK_CONFIG)  # for every compose command of the session
     env = {**os.environ, "COMPOSE_PROJECT_NAME": "system1"}
     subprocess.run([*compose, "down", "-v", "--remove-orphans"], cwd=ROOT, env=env, capture_output=True, timeout=300)
-    subprocess.run(["docker", "rm", "-f", *CONTAINERS], capture_output=True, timeout=120)
+    subprocess.run(["docker", "rm", "-f", *CONTAINERS, "system1-llama"], capture_output=True, timeout=120)
     subprocess.run([*compose, "up", "-d"], cwd=ROOT, env=env, check=True, timeout=600)
     try:
         for container in CONTAINERS:
@@ -66,6 +71,7 @@ def stack():
         logs = subprocess.run([*compose, "logs", "--no-color", "--tail=200"], cwd=ROOT, env=env, capture_output=True, text=True)
         (ROOT / "build" / "stack-logs.txt").write_text(logs.stdout + logs.stderr)
         subprocess.run([*compose, "down", "-v", "--remove-orphans"], cwd=ROOT, env=env, capture_output=True, timeout=300)
+        os.environ.pop("SYSTEM1_CONFIG_FILE", None)
 
 
 @pytest.fixture

@@ -1,6 +1,7 @@
 """What only the containers show: the default stack answers with the real engine, publishes
 on loopback only, serves MCP over `docker exec -i`, survives the loss of its engine, is scraped
-by Prometheus, and runs the commands the plugin's skills give it."""
+by Prometheus, runs the commands the plugin's skills give it, and switches to llama-server in
+its own container with one config change and a reload."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from mcp import Client, StdioServerParameters
 
 from system1.core.schema import DecideResponse
 
-from .conftest import PROMETHEUS, ROOT, compose_command, health_status, wait_until
+from .conftest import PROMETHEUS, ROOT, STACK_CONFIG, compose_command, health_status, wait_until
 
 pytestmark = pytest.mark.stack
 TEAMS = {"question": "Which team should handle this?",
@@ -213,3 +214,26 @@ def test_learn_in_its_container_writes_heads_the_gateway_then_serves(stack, http
     assert learned.returncode == 0, learned.stdout[-2000:] + learned.stderr[-2000:]
     heads = http.get("/v1/capabilities").json()["learning"]["heads"]
     assert [h["n"] for h in heads if h["kind"] == kind] == [80]  # this installation's head, over the shipped one
+
+
+def test_the_llama_engine_answers_after_one_config_change_and_a_reload(stack, http):
+    compose = [*compose_command(), "--profile", "llama"]
+    env = {**os.environ, "COMPOSE_PROJECT_NAME": "system1"}
+    original = STACK_CONFIG.read_text()
+    subprocess.run([*compose, "up", "-d", "llama"], cwd=ROOT, env=env, check=True, capture_output=True, timeout=300)
+    try:
+        wait_until(lambda: health_status("system1-llama") == "healthy", 180, "system1-llama to be healthy")
+        STACK_CONFIG.write_text(original.replace('provider = "systemone"', 'provider = "llama"', 1))  # same file, in place
+        assert in_gateway("reload").returncode == 0
+        response = http.post("/v1/decide", json={**TEAMS, "context": {"message": "I was charged twice"}, "min_confidence": 0})
+        body = DecideResponse.model_validate(response.json())
+        assert response.status_code == 200 and body.status == "decided", response.text
+        assert body.provider == "llama" and body.decision in TEAMS["options"]
+        assert body.rationale.startswith("llama gemma3-270m-decision:")  # the server's alias names the model
+        providers = {p["name"]: p for p in http.get("/v1/health").json()["providers"]}
+        assert providers["llama"]["ok"] is True
+    finally:
+        STACK_CONFIG.write_text(original)
+        in_gateway("reload")
+        subprocess.run([*compose, "rm", "-sf", "llama"], cwd=ROOT, env=env, capture_output=True, timeout=120)
+    assert http.post("/v1/decide", json={**TEAMS, "min_confidence": 0}).json()["provider"] == "systemone"
