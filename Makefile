@@ -26,14 +26,14 @@ test-fuzz: $(TOOLS)  ## schemathesis and hypothesis against the gateway, and eng
 	$(BIN)/pytest tests/fuzz
 
 # Real engine servers written by others, each in its own venv: laya[serve] 0.4 (torch) and the
-# archived laya-serve 0.2.1 both install a `laya-serve` command; llama.cpp's llama-server is
+# archived laya-serve 0.2.1 both install a `laya-serve` command; von-sdk 1.3.7; llama.cpp's llama-server is
 # compiled from its pinned sdist, with its own tests' requirements in another venv.
 VENVS := .venvs
 LLAMA := build/llama
 LLAMA_SERVER := $(LLAMA)/bin/llama-server
 LLAMA_MODEL := $(LLAMA)/models/gemma3-270m-decision.gguf
-contract-envs: $(VENVS)/laya/bin/laya-serve $(VENVS)/laya-serve/bin/laya-serve $(VENVS)/claude/claude \
-	$(LLAMA_SERVER) $(LLAMA_MODEL) $(VENVS)/llama-tests/.installed
+contract-envs: $(VENVS)/laya/bin/laya-serve $(VENVS)/laya-serve/bin/laya-serve $(VENVS)/von/bin/von \
+	$(VENVS)/claude/claude $(LLAMA_SERVER) $(LLAMA_MODEL) $(VENVS)/llama-tests/.installed
 
 $(VENVS)/laya/bin/laya-serve:
 	$(PYTHON) -m venv $(VENVS)/laya
@@ -42,6 +42,12 @@ $(VENVS)/laya/bin/laya-serve:
 $(VENVS)/laya-serve/bin/laya-serve:
 	$(PYTHON) -m venv $(VENVS)/laya-serve
 	$(VENVS)/laya-serve/bin/python -m pip install --quiet "laya-serve==0.2.1"
+
+# von-sdk 1.3.7 says Python >= 3.12 and runs on 3.11: every dependency pinned (von.lock).
+$(VENVS)/von/bin/von: tests/contract/von.lock
+	$(PYTHON) -m venv $(VENVS)/von
+	$(VENVS)/von/bin/python -m pip install --quiet --ignore-requires-python -r tests/contract/von.lock
+	touch $@
 
 # The real Claude Code CLI: the `claude` binary bundled in PyPI's claude-agent-sdk wheel.
 CLAUDE_AGENT_SDK := 0.2.189

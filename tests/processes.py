@@ -20,10 +20,12 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def server(args: list[str], ready_url: str, env: dict[str, str] | None = None, timeout_s: float = 120) -> Iterator[subprocess.Popen]:
+def server(args: list[str], ready_url: str, env: dict[str, str] | None = None, timeout_s: float = 120,
+           cwd: str | os.PathLike | None = None) -> Iterator[subprocess.Popen]:
     """Start a server process and wait (bounded) until `ready_url` answers; stop it afterwards."""
     log = open(os.devnull, "w") if os.environ.get("CONTRACT_QUIET") else None
-    process = subprocess.Popen(args, env={**os.environ, **(env or {})}, stdout=log, stderr=subprocess.STDOUT if log else None)
+    process = subprocess.Popen(args, env={**os.environ, **(env or {})}, stdout=log, stderr=subprocess.STDOUT if log else None,
+                               cwd=cwd)
     try:
         deadline = time.monotonic() + timeout_s
         while True:
