@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup test test-unit test-contract test-fuzz test-stack contract-envs images learn-image llama-image llama-server learn up down unregister uninstall purge logs smoke smoke-local serve bench bench-engines models schemas clean
+.PHONY: setup test test-unit test-contract test-fuzz test-stack contract-envs images learn-image llama-image torch-image llama-server learn up down unregister uninstall purge logs smoke smoke-local serve bench bench-engines study models schemas clean
 
 # The host tools, installed once and again whenever what they come from changes; every target
 # that runs them depends on this, so each works on a fresh clone with nothing run before it.
@@ -132,13 +132,23 @@ logs:  ## the stack's recent logs
 	$(STACK) logs --tail=200
 
 test-stack: $(TOOLS)  ## build, start, test and tear down the stack (skipped where no Docker daemon runs)
-	@if docker info >/dev/null 2>&1; then $(MAKE) --no-print-directory images learn-image llama-image; fi
+	@if docker info >/dev/null 2>&1; then $(MAKE) --no-print-directory images learn-image llama-image torch-image; fi
 	$(BIN)/pytest tests/stack
 
 # Offline, the image reuses the llama-server compiled on the host; with a registry, it compiles its own.
 llama-image: $(if $(filter 1,$(OFFLINE)),$(LLAMA_SERVER))  ## build the llama engine's image (profile llama)
 	$(if $(filter 1,$(OFFLINE)),deploy/images/prepare-offline.sh,true)
 	$(STACK) --profile llama build llama
+
+# The systemone image with the torch engines, tagged apart from the default one. Offline its ~3 GB
+# of wheels are removed after the build, so that no other image's build context carries them.
+TORCH_OFFLINE_ARGS := --build-arg BASE_IMAGE=system1/base:bookworm --build-arg PIP_EXTRA_ARGS=--no-index \
+	--build-arg WHEELS=build/wheels/systemone-torch
+torch-image:  ## build system1/systemone:torch (serve.py with gte, qwen3-rerank, anyjev, openthai; about 9 GB)
+	$(if $(filter 1,$(OFFLINE)),TORCH=1 deploy/images/prepare-offline.sh,true)
+	docker build -q -f engines/systemone/Dockerfile --build-arg TORCH=1 $(if $(filter 1,$(OFFLINE)),$(TORCH_OFFLINE_ARGS)) \
+		-t system1/systemone:torch .
+	rm -rf build/wheels/systemone-torch
 
 learn-image:  ## build the image `make learn` runs (the gateway's, with scikit-learn)
 	$(if $(filter 1,$(OFFLINE)),deploy/images/prepare-offline.sh,true)
@@ -178,6 +188,10 @@ schemas: $(TOOLS)  ## regenerate the published JSON Schemas from the models
 bench-engines: $(TOOLS)  ## the engine benchmark (serve.py --engine minilm)
 	$(BIN)/python -m pip install --quiet -r bench/requirements.txt
 	$(BIN)/python bench/engines/run.py
+
+study: $(TOOLS) contract-envs  ## the engine study: every engine that runs here on the seed and blind sets (bench/study)
+	$(BIN)/python -m pip install --quiet -r bench/requirements.txt
+	$(BIN)/python bench/study/run.py $(ARGS)
 
 clean:
 	rm -rf $(VENV) $(VENVS) .pytest_cache

@@ -1,7 +1,7 @@
 """What only the containers show: the default stack answers with the real engine, publishes
 on loopback only, serves MCP over `docker exec -i`, survives the loss of its engine, is scraped
-by Prometheus, runs the commands the plugin's skills give it, and switches to llama-server in
-its own container with one config change and a reload."""
+by Prometheus, runs the commands the plugin's skills give it, switches to llama-server in its own
+container with one config change and a reload, and the torch image serves each torch engine."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from mcp import Client, StdioServerParameters
 
 from system1.core.schema import DecideResponse
 
-from .conftest import PROMETHEUS, ROOT, STACK_CONFIG, compose_command, health_status, wait_until
+from .conftest import PROMETHEUS, ROOT, STACK_CONFIG, compose_command, docker_available, health_status, wait_until
 
 pytestmark = pytest.mark.stack
 TEAMS = {"question": "Which team should handle this?",
@@ -237,3 +237,37 @@ def test_the_llama_engine_answers_after_one_config_change_and_a_reload(stack, ht
         in_gateway("reload")
         subprocess.run([*compose, "rm", "-sf", "llama"], cwd=ROOT, env=env, capture_output=True, timeout=120)
     assert http.post("/v1/decide", json={**TEAMS, "min_confidence": 0}).json()["provider"] == "systemone"
+
+
+@pytest.mark.parametrize("engine", ["gte", "qwen3-rerank", "anyjev", "openthai"])
+def test_the_torch_image_serves_each_torch_engine_from_a_models_directory(engine, tmp_path):
+    image = "system1/systemone:torch"  # make torch-image
+    if not docker_available():
+        pytest.skip("no Docker daemon answers `docker info` here")
+    if subprocess.run(["docker", "image", "inspect", image], capture_output=True).returncode != 0:
+        pytest.fail(f"{image} is missing: run `make torch-image`")
+    models = tmp_path / "models"
+    models.mkdir(mode=0o777)
+    models.chmod(0o777)  # the image's user writes the checkpoint, made in the image itself
+    made = subprocess.run(["docker", "run", "--rm", "--entrypoint", "python3", "-v", f"{ROOT / 'tests' / 'contract'}:/tiny:ro",
+                           "-v", f"{models}:/out", image, "/tiny/make_tiny_engines.py", engine, f"/out/{engine}"],
+                          capture_output=True, text=True, timeout=300)
+    assert made.returncode == 0, made.stderr[-2000:]
+    name = f"system1-torch-{engine}"
+    subprocess.run(["docker", "rm", "-f", name], capture_output=True)
+    subprocess.run(["docker", "run", "-d", "--name", name, "-p", "127.0.0.1::8790", "-v", f"{models}:/models:ro",
+                    "-e", f"SYSTEMONE_ENGINE={engine}", "-e", f"SYSTEMONE_MODEL=/models/{engine}", image],
+                   check=True, capture_output=True, timeout=120)
+    try:
+        wait_until(lambda: health_status(name) == "healthy", 180, f"{name} to be healthy")
+        port = subprocess.run(["docker", "port", name, "8790"], capture_output=True, text=True).stdout.split(":")[-1].strip()
+        question = {"q0": {"type": "choice", "instructions": "Which team?", "criteria": {o: o for o in TEAMS["options"]}},
+                    "q1": {"type": "noul", "instructions": "Is the customer angry?"}}
+        reply = httpx.post(f"http://127.0.0.1:{port}/v1/systemone", json={"state": "I was charged twice", "questions": question},
+                           headers={"Host": "systemone"}, timeout=60).json()  # the name it answers on the stack's network
+    finally:
+        subprocess.run(["docker", "rm", "-f", name], capture_output=True, timeout=60)
+    assert reply["model"] == engine  # the mounted directory's name
+    assert reply["answers"]["q0"]["choice"] in TEAMS["options"]
+    assert sum(reply["answers"]["q0"]["probabilities"].values()) == pytest.approx(1, abs=1e-3)
+    assert 0 <= reply["answers"]["q1"]["noul"] <= 1
