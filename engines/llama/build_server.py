@@ -109,11 +109,12 @@ def main() -> None:
     current = binary.exists() and record.exists() and record.read_text() == stamp
     if args.check:
         sys.exit(0 if current else 1)
+    args.work.mkdir(parents=True, exist_ok=True)
+    root = source(args.work, fetch(args.work))  # also when current: the converter and tests live there
     if current:
         print(f"{binary} is up to date")
         return
-    args.work.mkdir(parents=True, exist_ok=True)
-    built = build(source(args.work, fetch(args.work)), args.work, flags, args.jobs)
+    built = build(root, args.work, flags, args.jobs)
     binary.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy2(built, binary)
     if strip := shutil.which("strip"):
