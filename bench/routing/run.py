@@ -1,6 +1,6 @@
 """Routing study on this project's seed sets, through the gateway, per engine available here.
 
-For every prompt of calibration/routing-seed.jsonl (45, 15 per tier):
+For every prompt of calibration/routing-seed.jsonl (150, 50 per tier):
 - direct choice: "which tier?" over three self-describing options;
 - features + rule: the four features in one pass (`POST /v1/route`) and the rule's tier;
 and for calibration/yes-no-seed.jsonl: is the tool call destructive?
@@ -150,7 +150,8 @@ def main() -> None:
         f"`{results['command']}` on {results['cpus']} CPUs, {results['date']}, through the gateway service.", "",
         "| engine | direct choice | below | features + rule | below | yes/no (destructive) | median ms: direct / features / yes-no |",
         "|---|---|---|---|---|---|---|", *rows, "",
-        f"Always answering sonnet: {results['always_sonnet']['direct']}/45, below {results['always_sonnet']['below']}.", "",
+        f"Always answering sonnet: {results['always_sonnet']['direct']}/{results['engines'][0]['prompts']}, "
+        f"below {results['always_sonnet']['below']}.", "",
         f"Host-side hook, process start to printed hint (warm engine, default config with the shipped learned heads, {hook['runs']} runs): p50 {hook['p50_ms']} ms, "
         f"p90 {hook['p90_ms']} ms; a hint was printed {hook['printed']} times. The same against a gateway on the "
         f"mock engine (the hook, its Python start and the gateway, without engine time): p50 {bare['p50_ms']} ms, "

@@ -187,7 +187,7 @@ def test_the_shipped_seed_sets_load_and_ask_the_routing_features_exactly():
 
     root = Path(__file__).parents[3] / "calibration"
     routing = calibrate_tool.load(root / "routing-seed.jsonl")
-    assert len(routing) == 180 and {r.question for r in routing} == set(FEATURES.values())
+    assert len(routing) == 600 and {r.question for r in routing} == set(FEATURES.values())
     assert len(calibrate_tool.load(root / "yes-no-seed.jsonl")) >= 24
     tools = calibrate_tool.load(root / "tool-choice-seed.jsonl")
     assert all(row.label in row.options for row in tools)
