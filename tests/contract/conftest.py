@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
+
+from system1.core.gateway import Gateway
+from system1.core.result import Decision
+from system1.service.reports import health_report
+
+from ..unit.helpers import config_in
 
 ROOT = Path(__file__).resolve().parents[2]
 VENVS = ROOT / ".venvs"
 LLAMA = ROOT / "build" / "llama"  # llama-server, its source tree and models (engines/llama)
+TEAMS = ["billing: charges and refunds", "technical: bugs and outages", "sales: plans and prices"]
 
 
 def venv_tool(venv: str, tool: str) -> Path:
@@ -36,3 +44,23 @@ def tiny_laya(tmp_path_factory) -> Path:
                     str(out / "tiny-laya.gguf"), "--llama-cpp", str(built(LLAMA / "llama.cpp"))],
                    check=True, timeout=300, capture_output=True)
     return out / "tiny-laya.gguf"
+
+
+async def choice_and_yes_no(tmp_path: Path, provider: str, endpoint: str, extra: str = "") -> tuple[Decision, Decision, dict[str, Any]]:
+    """A three-team choice and a yes/no question through a gateway on `provider` at `endpoint`
+    (`extra`: more keys of its table), and the gateway's health report; both answers checked for
+    the contract's shape."""
+    toml = (f'[gateway]\nprovider = "{provider}"\nmin_confidence = 0\ntimeout_s = 60\n'
+            f'[providers.{provider}]\nendpoint = "{endpoint}"\n{extra}')
+    gateway = Gateway(config_in(tmp_path, toml))
+    try:
+        choice = await gateway.decide({"question": "Which team should handle this?", "options": TEAMS,
+                                       "context": {"ticket": "I was charged twice"}})
+        yes_no = await gateway.decide({"question": "Is `git push --force` to main destructive?"})
+        health = await health_report(gateway)
+    finally:
+        await gateway.aclose()
+    assert choice.status == "decided" and choice.provider == provider and choice.decision in TEAMS, choice
+    assert set(choice.probabilities) == set(TEAMS) and sum(choice.probabilities.values()) == pytest.approx(1, abs=1e-3)
+    assert yes_no.status == "decided" and yes_no.decision in ("yes", "no"), yes_no
+    return choice, yes_no, health

@@ -9,16 +9,12 @@ import subprocess
 
 import pytest
 
-from system1.core.gateway import Gateway
-from system1.service.reports import health_report
 from tests.processes import free_port, server
 
-from ..unit.helpers import config_in
-from .conftest import ROOT, venv_tool
+from .conftest import ROOT, choice_and_yes_no, venv_tool
 
 pytestmark = [pytest.mark.contract, pytest.mark.anyio]
 ENGINES = ("gte", "qwen3-rerank", "anyjev", "openthai")
-TEAMS = ["billing: charges and refunds", "technical: bugs and outages", "sales: plans and prices"]
 
 
 @pytest.fixture(scope="module", params=ENGINES)
@@ -38,18 +34,6 @@ def engine(request, tmp_path_factory):
 
 async def test_each_torch_engine_answers_a_choice_and_a_yes_no_question_through_the_gateway(engine, tmp_path):
     name, endpoint = engine
-    toml = (f'[gateway]\nprovider = "systemone"\nmin_confidence = 0\ntimeout_s = 60\n'
-            f'[providers.systemone]\nendpoint = "{endpoint}"\n')
-    gateway = Gateway(config_in(tmp_path, toml))
-    try:
-        choice = await gateway.decide({"question": "Which team should handle this?", "options": TEAMS,
-                                       "context": {"ticket": "I was charged twice"}})
-        yes_no = await gateway.decide({"question": "Is `git push --force` to main destructive?"})
-        health = await health_report(gateway)
-    finally:
-        await gateway.aclose()
-    assert choice.status == "decided" and choice.decision in TEAMS, choice
-    assert set(choice.probabilities) == set(TEAMS) and sum(choice.probabilities.values()) == pytest.approx(1, abs=1e-3)
+    choice, _, health = await choice_and_yes_no(tmp_path, "systemone", endpoint)
     assert choice.model == f"tiny-{name}"  # the weights directory's name, wherever it is mounted
-    assert yes_no.status == "decided" and yes_no.decision in ("yes", "no"), yes_no
     assert health["status"] == "ok" and f"engine {name}" in health["providers"][0]["detail"]

@@ -9,18 +9,14 @@ import subprocess
 import httpx
 import pytest
 
-from system1.core.gateway import Gateway
 from system1.providers.base import ProviderError, Query
 from system1.providers.von import VonOptions, VonProvider
-from system1.service.reports import health_report
 from tests.processes import free_port, server
 
-from ..unit.helpers import config_in
-from .conftest import ROOT, venv_tool
+from .conftest import ROOT, TEAMS, choice_and_yes_no, venv_tool
 
 pytestmark = [pytest.mark.contract, pytest.mark.anyio]
 KEY = "von-contract-key-0123456789"
-TEAMS = ["billing: charges and refunds", "technical: bugs and outages", "sales: plans and prices"]
 
 
 @pytest.fixture(scope="module")
@@ -60,19 +56,8 @@ def von(endpoint: str) -> VonProvider:
 
 
 async def test_a_choice_and_a_yes_no_question_through_the_gateway(endpoint, tmp_path):
-    toml = f'[gateway]\nprovider = "von"\nmin_confidence = 0\ntimeout_s = 60\n[providers.von]\nendpoint = "{endpoint}"\n'
-    gateway = Gateway(config_in(tmp_path, toml))
-    try:
-        choice = await gateway.decide({"question": "Which team should handle this?", "options": TEAMS,
-                                       "context": {"ticket": "I was charged twice"}})
-        yes_no = await gateway.decide({"question": "Is `git push --force` to main destructive?"})
-        health = await health_report(gateway)
-    finally:
-        await gateway.aclose()
-    assert choice.provider == "von" and choice.decision in TEAMS
-    assert set(choice.probabilities) == set(TEAMS) and sum(choice.probabilities.values()) == pytest.approx(1, abs=1e-3)
+    choice, _, health = await choice_and_yes_no(tmp_path, "von", endpoint)
     assert choice.model == "von-1.3"  # Von answers "von-1.3.0" whatever is asked; the configured name keys fits
-    assert yes_no.decision in ("yes", "no")
     assert health["status"] == "ok" and health["providers"][0]["ok"]
 
 
