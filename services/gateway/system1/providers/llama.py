@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import PurePath
 from typing import Any, ClassVar, Literal
 
-from .base import Capabilities, Provider, Query
+from .base import Provider, Query
 from .systemone import SystemOneOptions, SystemOneProvider
 
 
@@ -41,6 +41,3 @@ class LlamaProvider(SystemOneProvider):
     def answered_model(self, reply: dict[str, Any]) -> str:
         model = str(reply.get("model") or self.model_id)
         return PurePath(model).name if "/" in model else model
-
-    def capabilities(self) -> Capabilities:
-        return Capabilities(max_options=self.options.max_options, multi_question=True, batch=False, model=self.model_id)
