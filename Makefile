@@ -34,7 +34,13 @@ LLAMA_SERVER := $(LLAMA)/bin/llama-server
 LLAMA_MODEL := $(LLAMA)/models/gemma3-270m-decision.gguf
 contract-envs: $(VENVS)/laya/bin/laya-serve $(VENVS)/laya-serve/bin/laya-serve $(VENVS)/von/bin/von \
 	$(VENVS)/systemone-torch/.installed $(VENVS)/claude/claude $(LLAMA_SERVER) $(LLAMA_MODEL) \
-	$(VENVS)/llama-tests/.installed
+	$(VENVS)/llama-tests/.installed $(VENVS)/.deduplicated
+
+# laya, von and systemone-torch each install the same torch and CUDA wheels (about 5 GB): one
+# copy on disk, by hard links between identical files (util-linux's hardlink; without it, three).
+$(VENVS)/.deduplicated: $(VENVS)/laya/bin/laya-serve $(VENVS)/von/bin/von $(VENVS)/systemone-torch/.installed
+	if command -v hardlink >/dev/null; then hardlink --quiet --ignore-time --minimum-size 1M $(VENVS)/laya $(VENVS)/von $(VENVS)/systemone-torch; fi
+	touch $@
 
 $(VENVS)/laya/bin/laya-serve:
 	$(PYTHON) -m venv $(VENVS)/laya
@@ -140,15 +146,10 @@ llama-image: $(if $(filter 1,$(OFFLINE)),$(LLAMA_SERVER))  ## build the llama en
 	$(if $(filter 1,$(OFFLINE)),deploy/images/prepare-offline.sh,true)
 	$(STACK) --profile llama build llama
 
-# The systemone image with the torch engines, tagged apart from the default one. Offline its ~3 GB
-# of wheels are removed after the build, so that no other image's build context carries them.
-TORCH_OFFLINE_ARGS := --build-arg BASE_IMAGE=system1/base:bookworm --build-arg PIP_EXTRA_ARGS=--no-index \
-	--build-arg WHEELS=build/wheels/systemone-torch
-torch-image:  ## build system1/systemone:torch (serve.py with gte, qwen3-rerank, anyjev, openthai; about 9 GB)
-	$(if $(filter 1,$(OFFLINE)),TORCH=1 deploy/images/prepare-offline.sh,true)
-	docker build -q -f engines/systemone/Dockerfile --build-arg TORCH=1 $(if $(filter 1,$(OFFLINE)),$(TORCH_OFFLINE_ARGS)) \
-		-t system1/systemone:torch .
-	rm -rf build/wheels/systemone-torch
+# The systemone image with the torch engines, tagged apart from the default one
+# (deploy/images/torch-image.sh says how its ~3 GB of wheels reach an offline build).
+torch-image:  ## build system1/systemone:torch (serve.py with gte, qwen3-rerank, anyjev, openthai; about 6 GB)
+	OFFLINE=$(OFFLINE) deploy/images/torch-image.sh
 
 learn-image:  ## build the image `make learn` runs (the gateway's, with scikit-learn)
 	$(if $(filter 1,$(OFFLINE)),deploy/images/prepare-offline.sh,true)

