@@ -100,12 +100,12 @@ def test_the_report_keeps_an_option_set_kind_inside_its_table_cell():
     from system1.offline.learn import render
     from system1.offline.learning import Example, KindResult
 
-    engine = {"accuracy": 0.5, "ece": 0.2, "at_threshold": {"threshold": 0.6, "coverage": 0.5, "accuracy": 0.5}}
+    engine = {"accuracy": 0.5, "ece": 0.2, "at_threshold": {"threshold": 0.6, "coverage": 0.5, "accuracy": 0.5, "ece": 0.1}}
     kind = "options:" + "|".join(f"option number {i}" for i in range(12))
     result = KindResult(kind, tuple(f"option number {i}" for i in range(12)), 40, engine, why_not="too few rows")
     first = Example(kind, result.options, "option number 0", [0.0], {}, "systemone", "minilm")
     row = next(line for line in render([result], first, ["d.jsonl"], [], 0.6, 5).splitlines() if "option number" in line)
-    assert row.replace("\\|", "").count("|") == 9 and len(row) < 300
+    assert row.replace("\\|", "").count("|") == 10 and len(row) < 300
 
 
 COLLECTING = CONFIG + 'collect_kinds = ["destructive"]\nstore_max_decisions = 100\n'

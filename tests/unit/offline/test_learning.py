@@ -67,3 +67,28 @@ def test_every_kind_is_learned_separately_and_the_curve_rises_with_rows():
     assert len(tier.weights) == 3 and tier.options == ["haiku", "sonnet", "opus"]
     curve = results[0].curve
     assert len(curve) == 4 and curve[0][0] < curve[-1][0]
+
+
+def test_the_held_out_figures_are_means_over_splits_drawn_with_different_seeds():
+    rows = examples(80, 1.0, 0.5, seed=3)
+    once = [learn_kind(rows, k=5, threshold=0.6, curve=False, repeats=1) for _ in range(2)]
+    assert once[0].head == once[1].head  # a split is drawn by its seed: the same seed, the same figures
+    result = learn_kind(rows, k=5, threshold=0.6, curve=False, repeats=4)
+    head = result.head
+    assert head["splits"] == 4 and once[0].head["splits"] == 1
+    low, high = head["ece_range"]
+    assert low <= head["ece"] <= high and low < high  # another split, another ECE: hence the mean
+    assert head["ece_range"][0] <= once[0].head["ece"] <= head["ece_range"][1]  # seed 0 is one of the four
+
+
+def test_ece_at_the_threshold_counts_only_the_rows_answered_there():
+    from system1.offline.fitting import Answered
+    from system1.offline.learning import _summary
+
+    rows = [Answered(KIND, ("yes", "no"), "yes", {}, "systemone", "minilm")] * 4
+    probabilities = [{"yes": 0.9, "no": 0.1}, {"yes": 0.9, "no": 0.1},  # answered at 0.6; both right
+                     {"yes": 0.45, "no": 0.55}, {"yes": 0.45, "no": 0.55}]  # not answered (0.55 < 0.6); wrong
+    summary = _summary(rows, probabilities, 0.6)
+    assert summary["at_threshold"]["coverage"] == 0.5 and summary["at_threshold"]["accuracy"] == 1.0
+    assert summary["at_threshold"]["ece"] == pytest.approx(0.1)  # |0.9 - 1| on the two answered rows
+    assert summary["ece"] == pytest.approx((0.1 * 2 + 0.55 * 2) / 4)  # every row: the unanswered add |0.55 - 0|

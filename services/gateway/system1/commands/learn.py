@@ -49,9 +49,9 @@ def run(args: argparse.Namespace) -> int:
         if not examples:
             print(f"system1 learn: no usable rows; {'; '.join(problems[:3])}", file=sys.stderr)
             return EXIT_DECISION
-        results = tool.learn_all(examples, args.folds, threshold, progress)
+        results = tool.learn_all(examples, args.folds, threshold, progress, args.repeats)
         text = tool.render(results, examples[0], sources(args, *(["the label store"] if args.from_store else [])),
-                           problems, threshold, args.folds)
+                           problems, threshold, args.folds, args.repeats)
         print(json.dumps([r.as_dict() for r in results], indent=2) if args.json else text)
         heads = [r.fitted for r in results if r.fitted is not None]
         report_path = Path(args.report) if args.report else None

@@ -12,11 +12,12 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from ..core.heads import Head, HeadsFile
 from ..service.client import GatewayError, ServiceClient
 from .calibrate import Labelled, progress_bar
-from .learning import Example, KindResult, learn
+from .learning import REPEATS, Example, KindResult, learn
 
 
 async def ask_all(service: ServiceClient, rows: list[Labelled], progress: bool) -> tuple[list[Example], list[str]]:
@@ -42,33 +43,49 @@ async def ask_all(service: ServiceClient, rows: list[Labelled], progress: bool) 
     return examples, problems
 
 
-def learn_all(examples: list[Example], folds: int, threshold: float, progress: bool) -> list[KindResult]:
-    return learn(examples, folds, threshold, (lambda d, t: progress_bar(d, t, "fitting")) if progress else None)
+def learn_all(examples: list[Example], folds: int, threshold: float, progress: bool, repeats: int = REPEATS) -> list[KindResult]:
+    return learn(examples, folds, threshold, (lambda d, t: progress_bar(d, t, "fitting")) if progress else None, repeats)
 
 
 def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value:.0%}"
 
 
+def _ece(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _ece_cell(engine: float | None, head: dict[str, Any] | None, key: str) -> str:
+    """`engine → head (range over splits)` for one ECE, or the engine's alone without a head."""
+    if not head:
+        return _ece(engine)
+    spread = head.get(f"{key}_range")
+    return f"{_ece(engine)} → {_ece(head[key])}" + (f" ({spread[0]:.3f}–{spread[1]:.3f})" if spread else "")
+
+
 def render(results: Sequence[KindResult], first: Example, sources: list[str], problems: list[str],
-           threshold: float, folds: int) -> str:
+           threshold: float, folds: int, repeats: int = REPEATS) -> str:
     lines = [
         f"# Learned heads: embedder {first.embedder} {first.model}", "",
         f"Data: {', '.join(sources)}. Fitted by `system1 learn`. Every figure is held out ({folds}-fold, stratified): "
-        "each row is judged by a head and a temperature fitted on the other folds. A head is enabled only if its "
-        "held-out accuracy beats the raw engine's on the same rows.", "",
+        "each row is judged by a head and a temperature fitted on the other folds. The split is drawn "
+        f"{repeats} times with different seeds; a head's figures are the means over those splits, each ECE with "
+        "its range (one split's ECE on a hundred-odd rows moves by a few hundredths with the split alone). "
+        "A head is enabled only if its held-out accuracy beats the raw engine's on the same rows. ECE uses ten "
+        f"equal-width bins, over every row and over the rows answered at {threshold:.2f}.", "",
         f"| kind | rows | options | engine accuracy | head accuracy | coverage / accuracy at {threshold:.2f} "
-        "(engine → head) | ECE engine → head | enabled |",
-        "|---|---|---|---|---|---|---|---|",
+        f"(engine → head) | ECE, every row: engine → head | ECE, rows answered at {threshold:.2f} | enabled |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         e, h = r.engine, r.head
         at = (f"{_pct(e['at_threshold']['coverage'])} / {_pct(e['at_threshold']['accuracy'])} → "
               f"{_pct(h['at_threshold']['coverage'])} / {_pct(h['at_threshold']['accuracy'])}" if h else "-")
-        ece = f"{e['ece']:.3f} → {h['ece']:.3f}" if h else f"{e['ece']:.3f}"
+        answered = _ece_cell(e["at_threshold"]["ece"], h["at_threshold"] if h else None, "ece")
         kind = (r.kind if len(r.kind) <= 70 else r.kind[:69] + "…").replace("|", "\\|")
         lines.append(f"| {kind} | {r.rows} | {len(r.options)} | {_pct(e['accuracy'])} | "
-                     f"{_pct(h['accuracy']) if h else '-'} | {at} | {ece} | {'yes' if r.enabled else 'no: ' + (r.why_not or '')} |")
+                     f"{_pct(h['accuracy']) if h else '-'} | {at} | {_ece_cell(e['ece'], h, 'ece')} | {answered} | "
+                     f"{'yes' if r.enabled else 'no: ' + (r.why_not or '')} |")
     if problems:
         lines += ["", f"{len(problems)} rows were not used: " + "; ".join(problems[:5])]
     return "\n".join(lines) + "\n"

@@ -4,9 +4,12 @@ Per decision kind: a multinomial logistic regression on the embedder's vectors o
 texts, its regularisation chosen by cross-validation inside each training fold
 (`LogisticRegressionCV`). Everything reported is held out: the rows are split into k stratified
 folds, each fold's probabilities come from a head fitted on the others, and each fold's
-temperature from the other folds' held-out probabilities. A head is enabled only if its
-held-out accuracy beats the raw engine's on the same rows and every option has enough rows; the
-shipped head is then fitted on all rows, with the temperature fitted on all held-out rows.
+temperature from the other folds' held-out probabilities. On a hundred-odd rows one split's
+figures swing with the split itself (ECE by 0.03 either way), so the split is repeated with
+other seeds and the figures are their means, ECE with its range. A head is enabled only if its
+mean held-out accuracy beats the raw engine's on the same rows and every option has enough
+rows; the shipped head is then fitted on all rows, with the temperature fitted on every split's
+held-out rows.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from ..core.heads import Head
 from .fitting import Answered, fit_temperature, judged, measure, threshold_table
 
 MIN_ROWS_PER_OPTION = 8
+REPEATS = 5  # fold assignments the held-out figures are averaged over
 CURVE_FRACTIONS = (0.25, 0.5, 0.75, 1.0)
 
 
@@ -121,24 +125,46 @@ def _raw_probabilities(examples: Sequence[Example], groups: list[list[int]]) -> 
     return raw
 
 
-def held_out(examples: Sequence[Example], k: int) -> tuple[list[dict[str, float]], float]:
-    """Each row's calibrated probabilities from a head and a temperature that never saw it, and
-    the temperature fitted on all held-out rows (the shipped head's)."""
-    groups = stratified_folds([e.label for e in examples], k)
+def held_out(examples: Sequence[Example], k: int, seed: int = 0) -> tuple[list[dict[str, float]], list[Answered]]:
+    """Each row's calibrated probabilities from a head and a temperature that never saw it (one
+    split into k folds, drawn by `seed`), and its held-out probabilities before the temperature."""
+    groups = stratified_folds([e.label for e in examples], k, seed)
     raw = _rows(examples, _raw_probabilities(examples, groups))
     result: list[dict[str, float]] = [{} for _ in examples]
     for test in groups:
         temperature = fit_temperature([raw[i] for i in _others(len(raw), test)])
         for index in test:
             result[index] = temper(raw[index].probabilities, temperature)
-    return result, fit_temperature(raw)
+    return result, raw
 
 
 def _summary(rows: list[Answered], probabilities: Sequence[dict[str, float]], threshold: float) -> dict[str, Any]:
+    """Accuracy and ECE on every row, and coverage, accuracy and ECE on the rows answered at
+    `threshold` (those whose top probability reaches it)."""
     measured = measure(rows, probabilities)
-    [at] = threshold_table(*judged(rows, probabilities), (threshold,))
+    confidences, correct = judged(rows, probabilities)
+    [at] = threshold_table(confidences, correct, (threshold,))
+    answered = [i for i, c in enumerate(confidences) if c >= threshold]
+    ece_answered = measure([rows[i] for i in answered], [probabilities[i] for i in answered])["ece"] if answered else None
     return {"accuracy": measured["accuracy"], "ece": measured["ece"],
-            "at_threshold": {"threshold": threshold, "coverage": at["coverage"], "accuracy": at["accuracy"]}}
+            "at_threshold": {"threshold": threshold, "coverage": at["coverage"], "accuracy": at["accuracy"],
+                             "ece": ece_answered}}
+
+
+def _mean_summary(summaries: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The mean of each figure over repeated splits, with the range of both ECEs."""
+    def mean(values: list[float | None]) -> float | None:
+        present = [v for v in values if v is not None]
+        return sum(present) / len(present) if present else None
+
+    at = [s["at_threshold"] for s in summaries]
+    answered_ece = [a["ece"] for a in at if a["ece"] is not None]
+    return {"accuracy": mean([s["accuracy"] for s in summaries]), "ece": mean([s["ece"] for s in summaries]),
+            "ece_range": [min(s["ece"] for s in summaries), max(s["ece"] for s in summaries)],
+            "at_threshold": {"threshold": at[0]["threshold"], "coverage": mean([a["coverage"] for a in at]),
+                             "accuracy": mean([a["accuracy"] for a in at]), "ece": mean(answered_ece),
+                             "ece_range": [min(answered_ece), max(answered_ece)] if answered_ece else None},
+            "splits": len(summaries)}
 
 
 def learning_curve(examples: Sequence[Example], k: int, seed: int = 0) -> list[tuple[float, float]]:
@@ -164,8 +190,9 @@ def learning_curve(examples: Sequence[Example], k: int, seed: int = 0) -> list[t
 
 
 def learn_kind(examples: Sequence[Example], k: int, threshold: float,
-               min_rows_per_option: int = MIN_ROWS_PER_OPTION, curve: bool = True) -> KindResult:
-    """The held-out comparison of a head with the engine for one kind, and the head if it wins."""
+               min_rows_per_option: int = MIN_ROWS_PER_OPTION, curve: bool = True, repeats: int = REPEATS) -> KindResult:
+    """The held-out comparison of a head with the engine for one kind (over `repeats` splits
+    into k folds), and the head if it wins."""
     first = examples[0]
     options = first.options
     engine_rows = _rows(examples, [[e.engine.get(o, 0.0) for o in options] for e in examples])
@@ -178,8 +205,13 @@ def learn_kind(examples: Sequence[Example], k: int, threshold: float,
                           f"(each option needs {min_rows_per_option}; has {', '.join(str(counts[o]) for o in thin)})")
         return result
     folds = min(k, min(counts.values()))
-    probabilities, temperature = held_out(examples, folds)
-    result.head = _summary(engine_rows, probabilities, threshold)
+    summaries, raw = [], []
+    for seed in range(repeats):
+        probabilities, uncalibrated = held_out(examples, folds, seed)
+        summaries.append(_summary(engine_rows, probabilities, threshold))
+        raw.extend(uncalibrated)
+    result.head = _mean_summary(summaries)
+    temperature = fit_temperature(raw)
     if curve:
         result.curve = learning_curve(examples, folds)
     if result.head["accuracy"] <= result.engine["accuracy"]:
@@ -212,7 +244,7 @@ def _head_weights(model: Any, n_options: int, dim: int) -> tuple[list[list[float
 
 
 def learn(examples: Sequence[Example], k: int, threshold: float,
-          progress: Callable[[int, int], None] | None = None) -> list[KindResult]:
+          progress: Callable[[int, int], None] | None = None, repeats: int = REPEATS) -> list[KindResult]:
     """Every kind's result, kinds with most rows first; rows whose options differ from their
     kind's most common option set are left out (the report counts them)."""
     by_kind: dict[str, list[Example]] = defaultdict(list)
@@ -221,7 +253,7 @@ def learn(examples: Sequence[Example], k: int, threshold: float,
     results = []
     for done, (kind, rows) in enumerate(sorted(by_kind.items(), key=lambda item: -len(item[1])), 1):
         usual = Counter(r.options for r in rows).most_common(1)[0][0]
-        results.append(learn_kind([r for r in rows if r.options == usual], k, threshold))
+        results.append(learn_kind([r for r in rows if r.options == usual], k, threshold, repeats=repeats))
         if progress:
             progress(done, len(by_kind))
     return results
