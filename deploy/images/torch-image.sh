@@ -3,7 +3,7 @@
 # with its CUDA libraries). With a registry the build installs from PyPI. Offline (OFFLINE=1)
 # the ~3 GB of wheels are downloaded on the host and served to a host-network build from
 # loopback, so they are neither uploaded as build context nor kept as a dead layer in the image;
-# they are deleted afterwards (pip's cache keeps the downloads for the next build).
+# they are deleted afterwards, and a rebuild downloads them again.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 IMAGE="${IMAGE:-system1/systemone:torch}"
