@@ -55,12 +55,12 @@ def _ece(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
-def _ece_cell(engine: float | None, head: dict[str, Any] | None, key: str) -> str:
+def _ece_cell(engine: float | None, head: dict[str, Any] | None) -> str:
     """`engine → head (range over splits)` for one ECE, or the engine's alone without a head."""
     if not head:
         return _ece(engine)
-    spread = head.get(f"{key}_range")
-    return f"{_ece(engine)} → {_ece(head[key])}" + (f" ({spread[0]:.3f}–{spread[1]:.3f})" if spread else "")
+    spread = head.get("ece_range")
+    return f"{_ece(engine)} → {_ece(head['ece'])}" + (f" ({_ece(spread[0])}–{_ece(spread[1])})" if spread else "")
 
 
 def render(results: Sequence[KindResult], first: Example, sources: list[str], problems: list[str],
@@ -81,10 +81,10 @@ def render(results: Sequence[KindResult], first: Example, sources: list[str], pr
         e, h = r.engine, r.head
         at = (f"{_pct(e['at_threshold']['coverage'])} / {_pct(e['at_threshold']['accuracy'])} → "
               f"{_pct(h['at_threshold']['coverage'])} / {_pct(h['at_threshold']['accuracy'])}" if h else "-")
-        answered = _ece_cell(e["at_threshold"]["ece"], h["at_threshold"] if h else None, "ece")
+        answered = _ece_cell(e["at_threshold"]["ece"], h["at_threshold"] if h else None)
         kind = (r.kind if len(r.kind) <= 70 else r.kind[:69] + "…").replace("|", "\\|")
         lines.append(f"| {kind} | {r.rows} | {len(r.options)} | {_pct(e['accuracy'])} | "
-                     f"{_pct(h['accuracy']) if h else '-'} | {at} | {_ece_cell(e['ece'], h, 'ece')} | {answered} | "
+                     f"{_pct(h['accuracy']) if h else '-'} | {at} | {_ece_cell(e['ece'], h)} | {answered} | "
                      f"{'yes' if r.enabled else 'no: ' + (r.why_not or '')} |")
     if problems:
         lines += ["", f"{len(problems)} rows were not used: " + "; ".join(problems[:5])]
