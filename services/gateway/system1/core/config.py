@@ -20,11 +20,11 @@ from typing import Any, Literal, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..providers import REGISTRY
-from ..providers.base import ProviderOptions
+from ..providers.base import SECRET_KEYS, ProviderOptions
+from ..router.catalogue import RouterSettings
 from .paths import install_dir
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
-SECRET_KEYS = frozenset({"api_key", "apikey", "key", "token", "secret", "password"})
 
 
 class _Section(BaseModel):
@@ -97,12 +97,13 @@ class ServiceSettings(_Section):
     request_log_backups: int = Field(default=3, ge=0, le=100)
 
 
-SECTIONS: dict[str, type[_Section]] = {
+SECTIONS: dict[str, type[BaseModel]] = {
     "gateway": GatewaySettings,
     "routing": RoutingSettings,
     "skills": SkillsSettings,
     "learning": LearningSettings,
     "service": ServiceSettings,
+    "router": RouterSettings,
 }
 # Environment prefix per section: [gateway] keys are SYSTEM1_<KEY>.
 ENV_PREFIX = {
@@ -111,6 +112,7 @@ ENV_PREFIX = {
     "skills": "SYSTEM1_SKILLS_",
     "learning": "SYSTEM1_LEARNING_",
     "service": "SYSTEM1_SERVICE_",
+    "router": "SYSTEM1_ROUTER_",
 }
 # List-valued keys that hold paths take the OS path separator in the environment.
 PATH_LISTS = {("routing", "log_dirs")}
@@ -124,6 +126,7 @@ class Settings:
     service: ServiceSettings = field(default_factory=ServiceSettings)
     providers: dict[str, ProviderOptions] = field(default_factory=dict)
     learning: LearningSettings = field(default_factory=LearningSettings)
+    router: RouterSettings = field(default_factory=RouterSettings)
 
     @property
     def chain(self) -> list[str]:
@@ -194,13 +197,18 @@ class _Collector:
             return model.model_validate(values)
         except ValidationError as exc:
             for error in exc.errors(include_url=False):
-                key = str(error["loc"][0]) if error["loc"] else ""
+                key = _key(error["loc"])
                 message = error["msg"].removeprefix("Value error, ")
                 if error["type"] == "extra_forbidden":
                     message = "unknown key"
                 label = f"[{table}] {key}".strip() if key else f"[{table}]"
-                self.errors.append(f"{self.where(table, key)}: {label}: {message}")
+                self.errors.append(f"{self.where(table, str(error['loc'][0]) if error['loc'] else '')}: {label}: {message}")
             return None
+
+
+def _key(loc: tuple[str | int, ...]) -> str:
+    """A validation error's place as it is written in TOML terms: `models[2].price.in`."""
+    return "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc).lstrip(".")
 
 
 def _read_file(path: Path, required: bool, errors: list[str]) -> dict[str, Any]:
@@ -262,7 +270,7 @@ def load_config(env: Mapping[str, str] | None = None) -> LoadedConfig:
     providers = _load_providers(data.get("providers") or {}, env, needed, collect)
     settings = Settings(
         sections["gateway"], sections["routing"], sections["skills"], sections["service"], providers,
-        sections["learning"],
+        sections["learning"], sections["router"],
     )
     return LoadedConfig(settings, path if path.exists() else None, collect.errors, install_dir(env), dict(env))
 

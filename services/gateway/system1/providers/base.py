@@ -159,6 +159,10 @@ class Capabilities:
         }
 
 
+#: Config keys that would hold a secret: refused in any file, since keys come from the environment.
+SECRET_KEYS = frozenset({"api_key", "apikey", "key", "token", "secret", "password"})
+
+
 class ProviderOptions(BaseModel):
     """Settings of one provider, from `[providers.<name>]` or `SYSTEM1_<NAME>_<KEY>`.
 

@@ -1,0 +1,1 @@
+"""The `model: auto` router: a System-One decision picks which chat model answers a request."""

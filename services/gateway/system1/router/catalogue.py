@@ -1,0 +1,200 @@
+"""The router's catalogue and knobs: the `[router]` table of the gateway config.
+
+Prices are US dollars per million tokens; skills are 0..1 and start as guesses, to be refitted
+from the router's decision log. Upstream keys are never in the file: `api_key_env` names the
+environment variable that holds one.
+
+    [router]
+    enabled = true
+    min_skill = [0.40, 0.55, 0.72, 0.86]
+
+    [router.upstreams.openrouter]
+    kind = "openai"
+    base_url = "https://openrouter.ai/api/v1"
+    api_key_env = "OPENROUTER_API_KEY"
+
+    [[router.models]]
+    id = "anthropic/claude-sonnet-5"
+    upstream = "openrouter"
+    price = { in = 2.0, out = 10.0 }
+    default_skill = 0.82
+    skills = { debugging = 0.87 }
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from ..providers.base import SECRET_KEYS
+
+ApiKind = Literal["openai", "anthropic"]
+PrivateMode = Literal["prefer_local", "local_only", "ignore"]
+Effort = Literal["", "minimal", "low", "medium", "high"]
+#: Complexity is scored 0..3 and risk 0..2: the per-level lists have one entry per level.
+COMPLEXITY_LEVELS = 4
+RISK_LEVELS = 3
+#: The main kinds of work a request can ask for (the topic question's options).
+TOPICS = ("code-gen", "code-review", "debugging", "security", "architecture", "infra-devops", "data-sql",
+          "writing", "docs", "chat")
+
+
+class _Table(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Price(_Table):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    input: float = Field(alias="in", ge=0)
+    output: float = Field(alias="out", ge=0)
+
+
+class Upstream(_Table):
+    """A chat API the router forwards to."""
+
+    kind: ApiKind = "openai"
+    base_url: str = Field(min_length=1)
+    #: The environment variable holding this upstream's key; empty for a server that takes none.
+    api_key_env: str = ""
+    #: On this machine or the stack's internal network: a private prompt may reach it.
+    local: bool = False
+    timeout_s: float = Field(default=300.0, gt=0, le=3600)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_secrets(cls, values: Any) -> Any:
+        if isinstance(values, dict):
+            for key in values:
+                if isinstance(key, str) and key.lower() in SECRET_KEYS:
+                    raise ValueError(f"{key}: keys are read from the environment, never from the config file; "
+                                     "name the variable with api_key_env")
+        return values
+
+    @field_validator("base_url")
+    @classmethod
+    def _http(cls, value: str) -> str:
+        if not value.startswith(("http://", "https://")):
+            raise ValueError("must start with http:// or https://")
+        return value.rstrip("/")
+
+
+class ModelEntry(_Table):
+    """One chat model the router may pick."""
+
+    id: str = Field(min_length=1)
+    upstream: str
+    #: The name the upstream knows the model by, when it is not `id`.
+    name: str = ""
+    price: Price
+    #: How many times more output tokens than the estimate this model spends (reasoning models).
+    output_multiplier: float = Field(default=1.0, gt=0, le=100)
+    default_skill: float = Field(ge=0, le=1)
+    skills: dict[str, float] = Field(default_factory=dict)
+    #: Context window in tokens.
+    context: int = Field(default=128_000, ge=256)
+    tools: bool = False
+    vision: bool = False
+    daily_budget_usd: float | None = Field(default=None, gt=0)
+
+    @field_validator("skills")
+    @classmethod
+    def _skill_range(cls, skills: dict[str, float]) -> dict[str, float]:
+        for topic, value in skills.items():
+            if not 0 <= value <= 1:
+                raise ValueError(f"{topic}: must be between 0 and 1, not {value}")
+        return skills
+
+    @property
+    def upstream_model(self) -> str:
+        return self.name or self.id
+
+    def skill(self, topic: str) -> float:
+        return self.skills.get(topic, self.default_skill)
+
+
+def _levels(values: list, count: int, what: str) -> list:
+    if len(values) != count:
+        raise ValueError(f"needs {count} values, one per {what} level 0..{count - 1}; got {len(values)}")
+    return values
+
+
+class RouterSettings(_Table):
+    """`[router]`: off unless enabled, and then only as good as its catalogue."""
+
+    enabled: bool = False
+    #: Model names that are routed; every other name is passed through to its upstream.
+    aliases: list[str] = Field(default_factory=lambda: ["auto"])
+    topics: list[str] = Field(default_factory=lambda: list(TOPICS), min_length=2)
+    private: PrivateMode = "prefer_local"
+    #: Below this topic confidence, complexity goes up one level: when unsure, play safe.
+    confidence_threshold: float = Field(default=0.8, ge=0, le=1)
+    #: Added to the scored risk before it is rounded to a level (an engine that scores high).
+    risk_offset: float = Field(default=0.0, ge=-2, le=2)
+    min_skill: list[float] = Field(default_factory=lambda: [0.40, 0.55, 0.72, 0.86])
+    risk_bonus: list[float] = Field(default_factory=lambda: [0.0, 0.04, 0.08])
+    est_output_tokens: list[int] = Field(default_factory=lambda: [300, 800, 2000, 4000])
+    #: Effective cost grows by this share per request in flight on a model.
+    load_penalty: float = Field(default=0.25, ge=0, le=10)
+    #: How long a conversation keeps its model, in seconds (0: no stickiness).
+    sticky_ttl_s: float = Field(default=7200.0, ge=0, le=30 * 86_400)
+    #: Tried last, after the scored candidates, when it can take the request.
+    fallback_model: str = ""
+    #: Further candidates tried when an upstream answers 429 or 5xx before the first byte.
+    retries: int = Field(default=2, ge=0, le=10)
+    #: Set on the forwarded request by complexity, only where the client set none ("" for none).
+    reasoning_effort: list[Effort] = Field(default_factory=lambda: ["low", "low", "medium", "high"])
+    upstreams: dict[str, Upstream] = Field(default_factory=dict)
+    models: list[ModelEntry] = Field(default_factory=list)
+
+    @field_validator("min_skill", "est_output_tokens", "reasoning_effort")
+    @classmethod
+    def _per_complexity(cls, values: list) -> list:
+        return _levels(values, COMPLEXITY_LEVELS, "complexity")
+
+    @field_validator("risk_bonus")
+    @classmethod
+    def _per_risk(cls, values: list) -> list:
+        return _levels(values, RISK_LEVELS, "risk")
+
+    @field_validator("min_skill")
+    @classmethod
+    def _skill_range(cls, values: list[float]) -> list[float]:
+        if any(not 0 <= v <= 1 for v in values):
+            raise ValueError("every floor must be between 0 and 1")
+        return values
+
+    @field_validator("est_output_tokens")
+    @classmethod
+    def _positive(cls, values: list[int]) -> list[int]:
+        if any(v < 1 for v in values):
+            raise ValueError("every estimate must be at least 1 token")
+        return values
+
+    @model_validator(mode="after")
+    def _references(self) -> RouterSettings:
+        ids = [m.id for m in self.models]
+        duplicates = sorted({i for i in ids if ids.count(i) > 1})
+        if duplicates:
+            raise ValueError(f"models: duplicate id {', '.join(duplicates)}")
+        for index, model in enumerate(self.models):
+            if model.upstream not in self.upstreams:
+                raise ValueError(f"models[{index}] ({model.id}): upstream {model.upstream!r} is not in "
+                                 f"[router.upstreams]; configured: {', '.join(self.upstreams) or 'none'}")
+            unknown = sorted(set(model.skills) - set(self.topics))
+            if unknown:
+                raise ValueError(f"models[{index}] ({model.id}): skills for unknown topics {', '.join(unknown)}; "
+                                 f"topics are {', '.join(self.topics)}")
+        if self.fallback_model and self.fallback_model not in ids:
+            raise ValueError(f"fallback_model: {self.fallback_model!r} is not one of the models")
+        clashes = sorted(set(self.aliases) & set(ids))
+        if clashes:
+            raise ValueError(f"aliases: {', '.join(clashes)} is also a model id")
+        return self
+
+    def model(self, model_id: str) -> ModelEntry | None:
+        return next((m for m in self.models if m.id == model_id), None)
+
+    def is_local(self, model: ModelEntry) -> bool:
+        return self.upstreams[model.upstream].local

@@ -1,0 +1,189 @@
+"""Which model answers: arithmetic over the catalogue, no I/O, the same answer for the same inputs.
+
+- skill of a model = Σ P(topic) × the model's skill for that topic;
+- complexity and risk are the engine's scores rounded to a level (risk after `risk_offset`);
+  a topic confidence below `confidence_threshold` raises complexity one level;
+- floor = min_skill[complexity] + risk_bonus[risk];
+- estimated cost = input tokens × price in + est_output_tokens[complexity] × output_multiplier ×
+  price out; the effective cost adds `load_penalty` per request in flight on the model;
+- a model is capable when it takes the request (tools, images, context, budget, privacy, an
+  upstream it can reach); the cheapest capable model over the floor wins, and when none clears
+  it the most skilled capable model does (escalation).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from .catalogue import COMPLEXITY_LEVELS, RISK_LEVELS, ModelEntry, RouterSettings
+
+CHEAPEST = "cheapest model above quality floor"
+ESCALATED = "no model clears the quality floor: the most skilled capable model"
+BELOW_FLOOR = "below quality floor"
+
+
+@dataclass(frozen=True)
+class Signals:
+    """What the decision said about the request."""
+
+    topics: Mapping[str, float]
+    #: The topic answer's confidence.
+    confidence: float
+    #: Scored 0..3 and 0..2; fractional where the engine gives an expected value.
+    complexity: float
+    risk: float
+    private: bool = False
+
+    @property
+    def primary(self) -> str:
+        return max(self.topics, key=self.topics.__getitem__) if self.topics else ""
+
+
+@dataclass(frozen=True)
+class Needs:
+    """What the request itself requires, from the local pre-check."""
+
+    input_tokens: int
+    tools: bool = False
+    vision: bool = False
+    #: The pre-check found secrets or personal data.
+    private: bool = False
+
+
+@dataclass(frozen=True)
+class Live:
+    """The state outside the request: in-flight counts, today's spend, unusable models."""
+
+    in_flight: Mapping[str, int] = field(default_factory=dict)
+    spent_usd: Mapping[str, float] = field(default_factory=dict)
+    #: Model id → why it cannot be used now (an upstream whose key is not set, say).
+    unavailable: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    id: str
+    skill: float
+    est_cost_usd: float
+    eff_cost_usd: float
+    eligible: bool
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class Route:
+    """The chosen model (None when no model can take the request), and how it was chosen."""
+
+    model: str | None
+    reason: str
+    complexity: int
+    risk: int
+    required_skill: float
+    private: bool
+    local_only: bool
+    reasoning_effort: str
+    candidates: list[Candidate]
+    #: The models to try in turn: the chosen one, then the next best (fall-through on 429/5xx).
+    order: list[str]
+
+
+def _level(value: float, levels: int) -> int:
+    return min(levels - 1, max(0, round(value)))
+
+
+def levels(settings: RouterSettings, signals: Signals) -> tuple[int, int]:
+    """Complexity and risk as levels, with the low-confidence bump and the risk offset."""
+    complexity = _level(signals.complexity, COMPLEXITY_LEVELS)
+    if signals.confidence < settings.confidence_threshold:
+        complexity = min(COMPLEXITY_LEVELS - 1, complexity + 1)
+    return complexity, _level(signals.risk + settings.risk_offset, RISK_LEVELS)
+
+
+def skill_of(model: ModelEntry, topics: Mapping[str, float]) -> float:
+    total = sum(topics.values())
+    if total <= 0:
+        return model.default_skill
+    return sum(p * model.skill(topic) for topic, p in topics.items()) / total
+
+
+def est_cost(model: ModelEntry, input_tokens: int, output_tokens: int) -> float:
+    return (input_tokens * model.price.input + output_tokens * model.output_multiplier * model.price.output) / 1e6
+
+
+def _incapable(settings: RouterSettings, model: ModelEntry, needs: Needs, live: Live, cost: float,
+               local_only: bool) -> str:
+    """Why `model` cannot take the request at all ("" when it can)."""
+    if model.id in live.unavailable:
+        return live.unavailable[model.id]
+    if local_only and not settings.is_local(model):
+        return "private prompt: remote upstream"
+    if needs.tools and not model.tools:
+        return "no tool use"
+    if needs.vision and not model.vision:
+        return "no image input"
+    if needs.input_tokens > model.context:
+        return f"context too small ({needs.input_tokens} tokens > {model.context})"
+    if model.daily_budget_usd is not None and live.spent_usd.get(model.id, 0.0) + cost > model.daily_budget_usd:
+        return f"daily budget spent (${live.spent_usd.get(model.id, 0.0):.2f} of ${model.daily_budget_usd:.2f})"
+    return ""
+
+
+def _local_only(settings: RouterSettings, private: bool, capable_locally: bool) -> bool:
+    """Whether only local models may answer: always for a private prompt under `local_only`;
+    under `prefer_local` when some local model can take it."""
+    if not private or settings.private == "ignore":
+        return False
+    return settings.private == "local_only" or capable_locally
+
+
+def route(settings: RouterSettings, signals: Signals, needs: Needs, live: Live = Live()) -> Route:
+    complexity, risk = levels(settings, signals)
+    floor = round(settings.min_skill[complexity] + settings.risk_bonus[risk], 6)
+    output_tokens = settings.est_output_tokens[complexity]
+    private = needs.private or signals.private
+    costs = {m.id: est_cost(m, needs.input_tokens, output_tokens) for m in settings.models}
+    capable_locally = any(settings.is_local(m) and not _incapable(settings, m, needs, live, costs[m.id], False)
+                          for m in settings.models)
+    local_only = _local_only(settings, private, capable_locally)
+
+    candidates = []
+    for model in settings.models:
+        skill = round(skill_of(model, signals.topics), 6)
+        cost = costs[model.id]
+        why = _incapable(settings, model, needs, live, cost, local_only)
+        eligible = not why and skill >= floor
+        candidates.append(Candidate(model.id, skill, cost, cost * (1 + settings.load_penalty * live.in_flight.get(model.id, 0)),
+                                    eligible, why or ("" if eligible else BELOW_FLOOR)))
+
+    over_floor = sorted((c for c in candidates if c.eligible), key=lambda c: (c.eff_cost_usd, -c.skill, c.id))
+    escalation = sorted((c for c in candidates if c.why == BELOW_FLOOR), key=lambda c: (-c.skill, c.eff_cost_usd, c.id))
+    order = _fall_through([c.id for c in over_floor or escalation], [c.id for c in escalation], settings)
+    if over_floor:
+        model, reason = over_floor[0].id, CHEAPEST
+    elif escalation:
+        model, reason = escalation[0].id, ESCALATED
+    else:
+        model, reason = None, _refusal(candidates, local_only)
+    listed = over_floor + sorted((c for c in candidates if not c.eligible), key=lambda c: (-c.skill, c.id))
+    return Route(model, reason, complexity, risk, floor, private, local_only, settings.reasoning_effort[complexity],
+                 listed, order if model else [])
+
+
+def _fall_through(ranked: list[str], below_floor: list[str], settings: RouterSettings) -> list[str]:
+    """The first `retries + 1` of the ranked models (those over the floor, or when none is, the
+    capable ones by skill); the fallback model, when capable, takes the last place if it is not
+    among them (never the first: that is the choice)."""
+    order = ranked[: settings.retries + 1]
+    fallback = settings.fallback_model
+    if fallback in ranked + below_floor and fallback not in order and len(order) > 1:
+        order[-1] = fallback
+    return order
+
+
+def _refusal(candidates: list[Candidate], local_only: bool) -> str:
+    if not candidates:
+        return "no models are configured in [router] models"
+    if local_only:
+        return "no local model can take this private prompt (private = \"local_only\")"
+    return "no model can take this request: " + "; ".join(f"{c.id}: {c.why}" for c in candidates)
