@@ -1,0 +1,132 @@
+"""The local pre-check: credentials and personal data found by the libraries that know them, the
+request's needs read from either API's body, and nothing of what was found kept."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from system1.core.schema import RequestError
+from system1.router.conversation import from_anthropic, from_openai
+from system1.router.precheck import personal_data_in, precheck, secrets_in
+
+# Test credentials in the documented example shapes (AWS's own example key id and so on).
+CREDENTIALS = {
+    "AWS Access Key": "export AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE",
+    "GitHub Token": "the token is ghp_16C7e42F292c6912E7710c838347Ae178B4a",
+    "Secret Keyword": "db_password = 'hunter2hunter2'",
+    "Basic Auth Credentials": "it connects to postgres://admin:S3cr3tPassw0rd@db.internal:5432/app",
+    "JSON Web Token": "Authorization: Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+    "Private Key": "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA",
+    "Slack Token": "SLACK_BOT=xoxb-123456789012-1234567890123-abcdefghijklmnopqrstuvwx",
+}
+PERSONAL = {
+    "US social security number": "Employee: John Smith, SSN 123-45-6789, salary 85000",
+    "IBAN": "please pay DE89 3704 0044 0532 0130 00 by Friday",
+    "payment card number": "card 4111 1111 1111 1111, expiry 12/27",
+    "phone number": "call me at +44 20 7946 0958",
+    "e-mail address": "write to jane.doe@example.com",
+}
+
+
+@pytest.mark.parametrize("kind", CREDENTIALS)
+def test_each_kind_of_credential_is_found(kind):
+    assert secrets_in(CREDENTIALS[kind]) == {kind}
+
+
+@pytest.mark.parametrize("kind", PERSONAL)
+def test_each_kind_of_personal_data_is_found(kind):
+    assert personal_data_in(PERSONAL[kind]) == {kind}
+
+
+@pytest.mark.parametrize("text", [
+    "My Java service throws NullPointerException at OrderService.java:88 only in production",
+    "password = get_password_from_vault()",  # a reference, not a value
+    "password: ${DB_PASSWORD}",  # a template
+    "order 000-12-3456 shipped",  # SSNs never start 000
+    "invoice 4111 1111 1111 1112",  # fails the card checksum
+    "GB82 WEST 1234 5698 7654 31",  # fails the IBAN checksum
+    "see the build at 2026-11-30 and ticket 12345",
+])
+def test_ordinary_text_and_near_misses_are_not_flagged(text):
+    assert secrets_in(text) == set() and personal_data_in(text) == set()
+
+
+def test_a_national_phone_number_counts_only_for_a_configured_region():
+    text = "call 415-555-2671 after lunch"
+    assert personal_data_in(text) == set()
+    assert personal_data_in(text, ["US"]) == {"phone number"}
+
+
+def test_the_code_of_a_long_prompt_holds_no_false_findings():
+    source = (Path(__file__).parents[3] / "services" / "gateway" / "system1" / "core" / "gateway.py").read_text()
+    assert precheck(from_openai({"model": "auto", "messages": [{"role": "user", "content": source}]})).findings == ()
+
+
+def test_findings_name_kinds_and_never_the_value():
+    body = {"model": "auto", "messages": [{"role": "user", "content": CREDENTIALS["AWS Access Key"] + "\n" + PERSONAL["e-mail address"]}]}
+    result = precheck(from_openai(body))
+    assert result.findings == ("personal: e-mail address", "secret: AWS Access Key")
+    assert result.needs.private
+    assert "AKIA" not in repr(result) and "jane" not in repr(result)
+
+
+def test_secrets_in_tool_results_and_the_system_prompt_count():
+    anthropic = {"model": "auto", "system": [{"type": "text", "text": CREDENTIALS["GitHub Token"]}],
+                 "messages": [{"role": "user", "content": "hi"}]}
+    assert precheck(from_anthropic(anthropic)).findings == ("secret: GitHub Token",)
+    tool = {"model": "auto", "messages": [
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": CREDENTIALS["Slack Token"]}]}]}
+    assert precheck(from_anthropic(tool)).findings == ("secret: Slack Token",)
+
+
+def test_needs_come_from_the_body_of_either_api():
+    openai = {"model": "auto", "stream": True, "tools": [{"type": "function", "function": {"name": "ls"}}],
+              "messages": [{"role": "system", "content": "be brief"},
+                           {"role": "user", "content": [{"type": "text", "text": "what is in this picture?"},
+                                                        {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}]}]}
+    conversation = from_openai(openai)
+    needs = precheck(conversation).needs
+    assert (needs.tools, needs.vision, needs.private) == (True, True, False)
+    assert conversation.stream and conversation.system == "be brief" and conversation.last_user == "what is in this picture?"
+    anthropic = {"model": "auto", "max_tokens": 10, "messages": [
+        {"role": "user", "content": [{"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAAA"}}]}]}
+    assert precheck(from_anthropic(anthropic)).needs.vision
+
+
+def test_the_input_estimate_grows_with_the_text():
+    short = precheck(from_openai({"model": "auto", "messages": [{"role": "user", "content": "hi"}]})).needs.input_tokens
+    long = precheck(from_openai({"model": "auto", "messages": [{"role": "user", "content": "word " * 3000}]})).needs.input_tokens
+    assert short < 20 and 4000 < long < 6000
+
+
+def test_a_conversation_keeps_its_key_as_it_grows():
+    first = [{"role": "system", "content": "s"}, {"role": "user", "content": "fix the bug"}]
+    later = first + [{"role": "assistant", "content": "done"}, {"role": "user", "content": "and the test"}]
+    assert from_openai({"model": "auto", "messages": first}).key == from_openai({"model": "auto", "messages": later}).key
+    other = [{"role": "system", "content": "s"}, {"role": "user", "content": "write docs"}]
+    assert from_openai({"model": "auto", "messages": other}).key != from_openai({"model": "auto", "messages": first}).key
+
+
+@pytest.mark.parametrize("body, field", [
+    ([], "body: must be an object"),
+    ({"messages": [{"role": "user", "content": "x"}]}, "model: must be a string"),
+    ({"model": "auto", "messages": []}, "messages: must be a non-empty list"),
+    ({"model": "auto", "messages": ["x"]}, "messages[0]: must be an object"),
+    ({"model": "auto", "messages": [{"role": "wizard", "content": "x"}]}, "messages[0].role: unknown role 'wizard'"),
+    ({"model": "auto", "messages": [{"role": "user", "content": [{"type": "hologram"}]}]},
+     "messages[0].content[0].type: unknown content part 'hologram'"),
+    ({"model": "auto", "messages": [{"role": "user", "content": [{"type": "text", "text": 3}]}]},
+     "messages[0].content[0].text: must be a string"),
+    ({"model": "auto", "stream": "yes", "messages": [{"role": "user", "content": "x"}]}, "stream: must be true or false"),
+])
+def test_an_unreadable_body_is_an_error_naming_the_field(body, field):
+    with pytest.raises(RequestError) as caught:
+        from_openai(body)
+    assert caught.value.message == field
+
+
+def test_anthropic_roles_are_user_and_assistant_only():
+    with pytest.raises(RequestError, match=r'messages\[0\].role: must be "user" or "assistant"'):
+        from_anthropic({"model": "auto", "messages": [{"role": "system", "content": "x"}]})
