@@ -10,6 +10,7 @@ import pytest
 
 from system1.core.gateway import Gateway
 from system1.core.result import Decision
+from system1.providers.base import Provider, Query
 from system1.service.reports import health_report
 
 from ..unit.helpers import config_in
@@ -64,3 +65,26 @@ async def choice_and_yes_no(tmp_path: Path, provider: str, endpoint: str, extra:
     assert set(choice.probabilities) == set(TEAMS) and sum(choice.probabilities.values()) == pytest.approx(1, abs=1e-3)
     assert yes_no.status == "decided" and yes_no.decision in ("yes", "no"), yes_no
     return choice, yes_no, health
+
+
+#: The router's four questions about one prompt: a topic choice, two scores and a yes/no.
+ROUTER_QUESTIONS = [
+    Query("What is the main kind of work this request asks for?", ["debugging", "docs", "chat"]),
+    Query("How much reasoning capability does this request need?",
+          ["trivial", "routine", "substantial", "expert"], score=True),
+    Query("How costly would a wrong answer be?", ["harmless", "annoying", "damaging"], score=True),
+    Query("Does the request contain secrets or personal data?", ["yes", "no"], yes_no=True),
+]
+
+
+async def router_questions(provider: Provider) -> None:
+    """The four questions in one request to `provider`, each answer checked for its type's shape."""
+    try:
+        answers = await provider.decide_many("My Java service throws a NullPointerException in production",
+                                             ROUTER_QUESTIONS, 60)
+    finally:
+        await provider.aclose()
+    for answer, query in zip(answers, ROUTER_QUESTIONS, strict=True):
+        assert answer.decision in query.choices, (query.question, answer)
+        assert set(answer.probabilities) <= set(query.choices)
+        assert sum(answer.probabilities.values()) == pytest.approx(1, abs=1e-3)

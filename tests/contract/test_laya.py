@@ -17,7 +17,7 @@ from system1.providers.laya import LayaOptions, LayaProvider
 from ..unit.helpers import config_in
 from tests.processes import free_port, server
 
-from .conftest import ROOT, venv_tool
+from .conftest import ROOT, router_questions, venv_tool
 
 pytestmark = [pytest.mark.contract, pytest.mark.anyio]
 KEY = "laya-contract-key-0123456789"
@@ -79,6 +79,10 @@ async def test_several_questions_in_one_pass_and_the_batch_endpoint(endpoint):
     assert many[0].decision in ("yes", "no") and many[1].decision in ("haiku", "sonnet", "opus")
     assert len(batch) == 3 and all(len(answers) == 2 for answers in batch)
     assert all(a.model == "typed-decisions" for answers in batch for a in answers)
+
+
+async def test_the_routers_four_questions_with_two_scores_go_in_one_request(endpoint):
+    await router_questions(laya(endpoint))
 
 
 async def test_an_answer_from_another_checkpoint_is_malformed(endpoint):

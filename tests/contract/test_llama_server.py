@@ -19,7 +19,7 @@ from system1.providers.llama import LlamaOptions, LlamaProvider
 from tests.processes import free_port, server
 
 from ..unit.helpers import config_in
-from .conftest import LLAMA, TEAMS, built, choice_and_yes_no, venv_tool
+from .conftest import LLAMA, TEAMS, built, choice_and_yes_no, router_questions, venv_tool
 
 pytestmark = [pytest.mark.contract, pytest.mark.anyio]
 KEY = "llama-contract-key-0123456789"
@@ -66,6 +66,10 @@ async def test_several_questions_about_one_state_go_in_one_request(gemma):
     finally:
         await provider.aclose()
     assert [a.decision in q for a, q in zip(answers, (TEAMS, ["yes", "no"]))] == [True, True]
+
+
+async def test_the_routers_four_questions_with_two_scores_go_in_one_request(gemma):
+    await router_questions(llama(gemma))
 
 
 async def test_more_options_than_the_model_reads_is_the_servers_400_or_refused_before_the_call(gemma):

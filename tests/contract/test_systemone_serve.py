@@ -14,7 +14,7 @@ from system1.providers.systemone import SystemOneOptions, SystemOneProvider
 from ..unit.helpers import config_in
 from tests.processes import free_port, server
 
-from .conftest import ROOT
+from .conftest import ROOT, router_questions
 
 pytestmark = [pytest.mark.contract, pytest.mark.anyio]
 KEY = "contract-engine-key-0123"
@@ -73,6 +73,10 @@ async def test_several_questions_and_the_batch_endpoint(endpoint, keyed):
         await p.aclose()
     assert many[0].decision == TEAMS[1] and many[1].decision in ("yes", "no")
     assert [r[0].decision for r in batch] == TEAMS
+
+
+async def test_the_routers_four_questions_with_two_scores_go_in_one_request(endpoint, keyed):
+    await router_questions(provider(endpoint))
 
 
 async def test_a_wrong_key_is_the_engines_401(endpoint, monkeypatch):

@@ -13,7 +13,7 @@ from system1.providers.base import ProviderError, Query
 from system1.providers.von import VonOptions, VonProvider
 from tests.processes import free_port, server
 
-from .conftest import ROOT, TEAMS, choice_and_yes_no, venv_tool
+from .conftest import ROOT, TEAMS, choice_and_yes_no, router_questions, venv_tool
 
 pytestmark = [pytest.mark.contract, pytest.mark.anyio]
 KEY = "von-contract-key-0123456789"
@@ -87,6 +87,10 @@ async def test_several_questions_share_one_request(endpoint):
     finally:
         await provider.aclose()
     assert answers[0].decision in TEAMS and answers[1].decision in ("yes", "no")
+
+
+async def test_the_routers_four_questions_with_two_scores_go_in_one_request(endpoint):
+    await router_questions(von(endpoint))
 
 
 async def test_a_wrong_key_is_refused_with_vons_detail_and_never_echoed(endpoint, monkeypatch):

@@ -2,14 +2,15 @@
 
 - `POST /v1/systemone`: `{"model"?, "state", "questions": {qid: {type, instructions, criteria}}}`
   → `{"model", "answers", "usage"}`. `model` is optional and ignored: the reply names the model
-  loaded. `choice` and `noul` are answered; `score` is refused with 422.
+  loaded. `choice`, `score` and `noul` are answered. An engine reads a score as a choice over its
+  levels' texts; the answer is Jev's score shape, whose `score` is the expected level.
 - `POST /v1/systemone/batch`: Laya's batch shape, `{"states": [...], "questions": {...}}` →
   `{"results": [one reply per state], "total_usage"}`, answered in one batched pass.
 - Both take `"embed": true` from engines that embed (MiniLM): each answer then also carries the
   `embedding` of the text it judged, so one pass serves a learned head and the answer.
 - `POST /v1/embed`: `{"instructions"?, "type"?, "states": [...]}` → `{"model", "dim",
   "embeddings"}`, the same vectors for each state without answering, for a question of `type`
-  (`choice` by default, or `noul`; texts are states that are strings); 501 from engines without
+  (`choice` by default, `score` or `noul`; texts are states that are strings); 501 from engines without
   embeddings.
 - `GET /health` names the engine, model and device; `GET /metrics` is Prometheus text.
 
@@ -92,6 +93,13 @@ def parse_questions(raw: Any, max_options: int) -> list[Question]:
                 raise BadRequest(422, f"at most {limit} options are supported (got {len(criteria)})", f"{field}.criteria")
             labels = tuple(str(label) for label in criteria)
             texts = tuple(str(d) if isinstance(d, str) and d.strip() else label for label, d in zip(labels, criteria.values()))
+        elif kind == "score":
+            if (not isinstance(criteria, list) or not 2 <= len(criteria) <= limit
+                    or not all(isinstance(level, str) and level.strip() for level in criteria)):
+                raise BadRequest(422, f"a score needs criteria: a list of 2 to {limit} level texts, lowest first",
+                                 f"{field}.criteria")
+            labels = tuple(str(index) for index in range(len(criteria)))
+            texts = tuple(criteria)
         elif kind == "noul":
             criteria = criteria or {}
             if not isinstance(criteria, dict) or set(criteria) - {"true", "false"}:
@@ -99,7 +107,8 @@ def parse_questions(raw: Any, max_options: int) -> list[Question]:
             labels = ("true", "false")
             texts = (str(criteria.get("true") or DEFAULT_NOUL_TEXTS[0]), str(criteria.get("false") or DEFAULT_NOUL_TEXTS[1]))
         else:
-            raise BadRequest(422, f"this engine answers 'choice' and 'noul' questions, not {kind!r}", f"{field}.type")
+            raise BadRequest(422, f"this engine answers 'choice', 'score' and 'noul' questions, not {kind!r}",
+                             f"{field}.type")
         parsed.append(Question(str(qid), kind, instructions, labels, texts))
     return parsed
 
@@ -261,8 +270,8 @@ def create_app(engine: Engine, port: int, allowed_hosts: Iterable[str] = (), api
         if not isinstance(instructions, str):
             raise BadRequest(422, "instructions must be a string", "instructions")
         kind = payload.get("type", "choice")
-        if kind not in ("choice", "noul"):
-            raise BadRequest(422, f"type must be 'choice' or 'noul', not {kind!r}", "type")
+        if kind not in ("choice", "score", "noul"):
+            raise BadRequest(422, f"type must be 'choice', 'score' or 'noul', not {kind!r}", "type")
         states = states_of(payload)
         within_budget(sum(len(instructions) + len(state_text(s)) for s in states), "states")
         return instructions, kind, states

@@ -51,10 +51,11 @@ def never() -> bool:
 
 @dataclass(frozen=True)
 class Question:
-    """A `choice` or `noul` question; for `noul` the options are the true and false texts."""
+    """A `choice`, `score` or `noul` question; a score's labels are its level indices ("0"
+    first) and its texts the levels; for `noul` the options are the true and false texts."""
 
     qid: str
-    kind: str  # "choice" | "noul"
+    kind: str  # "choice" | "score" | "noul"
     instructions: str
     labels: tuple[str, ...]
     texts: tuple[str, ...]  # what each option is scored as: its description, else its label
@@ -80,6 +81,14 @@ def answer_of(question: Question, probabilities: np.ndarray) -> dict[str, Any]:
     if question.kind == "noul":
         return {"type": "noul", "noul": round(float(probabilities[0]), 6)}
     best = int(np.argmax(probabilities))
+    if question.kind == "score":
+        return {
+            "type": "score",
+            "score": round(float(np.arange(len(probabilities)) @ probabilities), 6),
+            "legend": dict(zip(question.labels, question.texts)),
+            "probabilities": {label: round(float(p), 6) for label, p in zip(question.labels, probabilities)},
+            "confidence": round(jev_confidence(probabilities), 6),
+        }
     return {
         "type": "choice",
         "choice": question.labels[best],

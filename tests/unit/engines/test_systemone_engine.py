@@ -73,6 +73,20 @@ async def test_a_choice_is_answered_by_the_real_model(minilm):
     assert set(answer["probabilities"]) == {"billing", "technical", "sales"}
 
 
+async def test_a_score_is_answered_in_jevs_shape_with_the_expected_level(minilm):
+    levels = ["a question about wording, no hurry", "a bug to fix this week", "an outage that blocks every customer now"]
+    question = {"type": "score", "instructions": "How urgent is this?", "criteria": levels}
+    async with client_for(minilm) as client:
+        reply = (await client.post("/v1/systemone", json={"state": "Checkout is down for every customer since the deploy.",
+                                                          "questions": {"urgency": question}})).json()
+    answer = reply["answers"]["urgency"]
+    probabilities = [answer["probabilities"][str(i)] for i in range(3)]
+    assert answer["type"] == "score" and answer["legend"] == {"0": levels[0], "1": levels[1], "2": levels[2]}
+    assert sum(probabilities) == pytest.approx(1.0, abs=1e-5)
+    assert answer["score"] == pytest.approx(sum(i * p for i, p in enumerate(probabilities)), abs=1e-5)
+    assert max(range(3), key=probabilities.__getitem__) == 2
+
+
 async def test_options_without_descriptions_are_scored_as_their_labels(minilm):
     async with client_for(minilm) as client:
         reply = (await client.post("/v1/systemone", json={"state": "The site returns 500 errors since the deploy.",
@@ -139,7 +153,10 @@ async def test_health_names_engine_model_and_device(minilm):
 @pytest.mark.parametrize(
     ("body", "status", "field"),
     [
-        ({"state": "x", "questions": {"q": {"type": "score", "instructions": "How urgent?", "criteria": ["a", "b"]}}}, 422, "questions.q.type"),
+        ({"state": "x", "questions": {"q": {"type": "rank", "instructions": "How urgent?", "criteria": ["a", "b"]}}}, 422, "questions.q.type"),
+        ({"state": "x", "questions": {"q": {"type": "score", "instructions": "How urgent?", "criteria": ["only one"]}}}, 422, "questions.q.criteria"),
+        ({"state": "x", "questions": {"q": {"type": "score", "instructions": "How urgent?", "criteria": {"0": "low", "1": "high"}}}}, 422, "questions.q.criteria"),
+        ({"state": "x", "questions": {"q": {"type": "score", "instructions": "How urgent?", "criteria": ["low", ""]}}}, 422, "questions.q.criteria"),
         ({"state": "x", "questions": {}}, 422, "questions"),
         ({"state": "x", "questions": {f"q{i}": TEAM for i in range(17)}}, 413, "questions"),
         ({"state": "x", "questions": {"q": {"type": "choice", "instructions": "?", "criteria": [f"o{i}" for i in range(257)]}}}, 422, "questions.q.criteria"),
@@ -321,7 +338,7 @@ async def test_answers_carry_no_embedding_unless_asked(minilm):
         ({"states": []}, 422, "states"),
         ({"states": ["a"] * 65}, 413, "states"),
         ({"states": ["a"], "instructions": 3}, 422, "instructions"),
-        ({"states": ["a"], "type": "score"}, 422, "type"),
+        ({"states": ["a"], "type": "rank"}, 422, "type"),
         ({"states": ["x" * 300_000]}, 413, "states"),
         ({"states": [None]}, 422, "states.0"),
     ],

@@ -60,6 +60,36 @@ async def test_von_yes_no_is_a_noul_read_from_the_raw_probability():
     assert answer.confidence == pytest.approx(0.8)
 
 
+URGENCY = Query("How urgent is this?", ["can wait", "this week", "today", "right now"], score=True)
+
+
+async def test_a_score_goes_as_jevs_score_and_comes_back_as_level_probabilities():
+    # Von's observed score shape: probabilities keyed by level index, legend beside them.
+    reply = {"model": "von-1.3.0", "answers": {"q0": {
+        "type": "score", "score": 2.1, "confidence": 0.4, "legend": dict(enumerate(URGENCY.choices)),
+        "probabilities": {"0": 0.05, "1": 0.15, "2": 0.45, "3": 0.35}}}}
+    wire = FakeWire(json_reply(reply))
+    answer = await von(wire).decide("the checkout is down", URGENCY, 5)
+    assert wire.bodies[0]["questions"]["q0"] == {"type": "score", "instructions": URGENCY.question,
+                                                 "criteria": URGENCY.choices}
+    assert answer.decision == "today" and answer.confidence == 0.45
+    assert answer.probabilities == {"can wait": 0.05, "this week": 0.15, "today": 0.45, "right now": 0.35}
+
+
+@pytest.mark.parametrize("probabilities", [{"4": 1.0}, {"high": 1.0}, {}])
+async def test_a_score_answer_for_levels_that_were_not_asked_is_malformed(probabilities):
+    reply = {"model": "m", "answers": {"q0": {"type": "score", "score": 1, "probabilities": probabilities}}}
+    with pytest.raises(MalformedResponse, match="level|probabilities"):
+        await systemone(FakeWire(json_reply(reply))).decide("s", URGENCY, 5)
+
+
+async def test_a_score_with_more_levels_than_jevs_contract_is_refused_before_the_call():
+    wire = FakeWire(json_reply({}))
+    with pytest.raises(ProviderError, match="scores of 2 to 10 levels; this one has 11"):
+        await von(wire).decide("s", Query("How big?", [str(i) for i in range(11)], score=True), 5)
+    assert wire.requests == []
+
+
 async def test_a_noul_without_raw_value_uses_noul_and_picks_no_below_one_half():
     wire = FakeWire(json_reply({"model": "openjev", "answers": {"q0": {"type": "noul", "noul": 0.25}}}))
     answer = await systemone(wire).decide(None, YES_NO, 5)

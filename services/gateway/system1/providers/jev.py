@@ -1,9 +1,11 @@
 """The `/v1/systemone` ("Jev") wire contract shared by Laya, Von, llama-server and serve.py.
 
-Request: `{"model"?, "state", "questions": {qid: {"type": "choice" | "noul", "instructions",
-"criteria"}}}`; answer per qid: `{"type": "choice", "choice", "probabilities", "confidence"}` or
+Request: `{"model"?, "state", "questions": {qid: {"type": "choice" | "score" | "noul",
+"instructions", "criteria"}}}`; answer per qid: `{"type": "choice", "choice", "probabilities",
+"confidence"}`, `{"type": "score", "score", "legend", "probabilities": {"0": p, …}}` or
 `{"type": "noul", "noul": P(yes)}`. The engines' own `confidence` fields are on other scales
-(Jev's margin, Laya's entropy), so adapters report the probability of the chosen option.
+(Jev's margin, Laya's entropy), so adapters report the probability of the chosen option (for a
+score, of the most likely level).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from .base import (
     HealthProbe,
     MalformedResponse,
     Provider,
+    ProviderError,
     Query,
     shares_rationale,
 )
@@ -63,6 +66,24 @@ def read_choice(answer: Any, query: Query, where: str) -> tuple[str, dict[str, f
     return choice, shares
 
 
+def read_score(answer: Any, query: Query, where: str) -> dict[str, float]:
+    """Each level's probability, keyed by the level's text, from a `score` answer (whose
+    probabilities are keyed by level index, "0" first)."""
+    if not isinstance(answer, dict):
+        raise MalformedResponse(f"{where}: answer is not an object")
+    probabilities = answer.get("probabilities")
+    if not isinstance(probabilities, dict) or not probabilities:
+        raise MalformedResponse(f"{where}: no 'probabilities' in the score answer")
+    shares = {}
+    for key, value in probabilities.items():
+        index = int(key) if isinstance(key, str) and key.isdigit() else -1
+        if not 0 <= index < len(query.choices):
+            raise MalformedResponse(f"{where}: probability for level {key!r}, which is not one of the "
+                                    f"{len(query.choices)} levels")
+        shares[query.choices[index]] = _probability(value, f"{where}: probability of level {key}")
+    return shares
+
+
 def read_noul(answer: Any, where: str) -> float:
     """P(yes) of a `noul` answer; Von's `noul` is a banded decision, its `noul_raw` the probability."""
     if not isinstance(answer, dict):
@@ -84,6 +105,8 @@ class JevProvider(Provider):
     Options: ClassVar[type[JevOptions]] = JevOptions
     #: Ask yes/no as Jev's `noul` (True) or as a two-option choice (False).
     yes_no_as_noul: ClassVar[bool] = True
+    #: The most levels a score may have (Jev's contract: 2 to 10).
+    max_levels: ClassVar[int] = 10
     health_path: ClassVar[str] = "/health"
 
     def __init__(self, options: JevOptions, client: httpx.AsyncClient | None = None) -> None:
@@ -107,6 +130,8 @@ class JevProvider(Provider):
     def question(self, query: Query) -> dict[str, Any]:
         if query.yes_no and self.yes_no_as_noul:
             return {"type": "noul", "instructions": query.question}
+        if query.score:
+            return {"type": "score", "instructions": query.question, "criteria": list(query.choices)}
         return {"type": "choice", "instructions": query.question, "criteria": self.criteria(query)}
 
     def model_field(self) -> dict[str, str]:
@@ -117,6 +142,9 @@ class JevProvider(Provider):
 
     def questions(self, queries: list[Query]) -> dict[str, Any]:
         for query in queries:
+            if query.score and not 2 <= len(query.choices) <= self.max_levels:
+                raise ProviderError(f"{self.name} takes scores of 2 to {self.max_levels} levels; this one has "
+                                    f"{len(query.choices)}", provider=self.name)
             self.check(query)
         return {qid(i): self.question(q) for i, q in enumerate(queries)}
 
@@ -134,6 +162,10 @@ class JevProvider(Provider):
             p_yes = read_noul(answer, where)
             shares = {"yes": p_yes, "no": 1.0 - p_yes}
             choice = "yes" if p_yes >= 0.5 else "no"
+            confidence = shares[choice]
+        elif query.score:
+            shares = read_score(answer, query, where)
+            choice = max(shares, key=shares.__getitem__)
             confidence = shares[choice]
         else:
             choice, shares = read_choice(answer, query, where)
