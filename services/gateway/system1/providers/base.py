@@ -67,14 +67,14 @@ class Query:
     question: str
     choices: list[str]
     yes_no: bool = False
-    #: A score: `choices` are the levels, lowest first, and the answer is a level with the
-    #: probability of each (the expected level is Σ index × probability). Engines that speak
-    #: Jev's `score` are asked one; others read it as a choice over the levels.
-    score: bool = False
     #: The decision kind the request named (see `core.heads`), if any.
     kind: str | None = None
     #: Ask for the judged text's embedding in the same pass (engines that can give it).
     embed: bool = False
+    #: A score: `choices` are the levels, lowest first, and the answer is a level with the
+    #: probability of each (the expected level is Σ index × probability). Engines that speak
+    #: Jev's `score` are asked one; others read it as a choice over the levels.
+    score: bool = field(default=False, kw_only=True)
 
 
 @dataclass(frozen=True)
