@@ -10,7 +10,8 @@ import httpx
 import pytest
 
 from system1.providers.base import ProviderError, Query
-from system1.providers.http import check_endpoint, engine_message, is_loopback, make_client, redact_url
+from system1.providers.hosts import is_loopback, stays_local
+from system1.providers.http import check_endpoint, engine_message, make_client, redact_url
 from system1.providers.systemone import SystemOneOptions, SystemOneProvider
 
 from ..helpers import FakeWire, json_reply
@@ -115,3 +116,12 @@ async def test_a_key_the_engine_echoes_back_never_reaches_the_attempt_detail(mon
     with pytest.raises(ProviderError) as caught:
         await SystemOneProvider(SystemOneOptions(), client=wire.client()).decide(None, Query("q?", ["a", "b"]), 5)
     assert "sk-live" not in str(caught.value) and "bad key Bearer ***" in str(caught.value)
+
+
+@pytest.mark.parametrize(("url", "local"), [
+    ("http://127.0.0.1:8790", True), ("http://localhost:11434", True), ("http://[::1]:80", True),
+    ("http://llama:8080", True),  # the stack's internal service names
+    ("http://10.0.0.5:8790", False), ("https://api.anthropic.com", False), ("http://engine.lan:80", False),
+])
+def test_an_endpoint_stays_local_on_loopback_or_behind_a_one_label_name(url, local):
+    assert stays_local(url) is local

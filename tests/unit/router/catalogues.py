@@ -23,8 +23,7 @@ base_url = "https://openrouter.ai/api/v1"
 api_key_env = "OPENROUTER_API_KEY"
 
 [upstreams.llama]
-base_url = "http://llama:8080/v1"
-local = true
+base_url = "http://llama:8080/v1"  # local: a one-label name on the stack's network
 
 [[models]]
 id = "qwen/qwen3.7-flash"

@@ -29,6 +29,8 @@ from typing import Any, ClassVar
 import httpx
 from pydantic import BaseModel, ConfigDict, Field
 
+from .hosts import stays_local
+
 
 class EngineError(Exception):
     """Base of the errors one attempt can end with."""
@@ -197,6 +199,13 @@ class Provider(abc.ABC):
     def __init__(self, options: ProviderOptions, client: httpx.AsyncClient | None = None) -> None:
         self.options = options
         self._client = client
+
+    @property
+    def local(self) -> bool:
+        """Whether what this provider is asked stays on this machine (see `hosts.stays_local`);
+        an engine without an endpoint runs in process."""
+        endpoint = getattr(self.options, "endpoint", None)
+        return endpoint is None or stays_local(endpoint)
 
     @property
     def model_id(self) -> str:

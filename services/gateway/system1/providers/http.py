@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -20,19 +19,10 @@ import httpx
 from pydantic import field_validator, model_validator
 
 from .base import MalformedResponse, ProviderError, ProviderOptions, ProviderTimeout
+from .hosts import is_loopback
 
 _MAX_DETAIL_CHARS = 300
 SECRET_HEADERS = frozenset({"authorization", "x-api-key"})
-
-
-def is_loopback(host: str) -> bool:
-    host = host.strip("[]").lower()
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def redact_url(url: str) -> str:

@@ -28,6 +28,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..providers.base import SECRET_KEYS
+from ..providers.hosts import stays_local
 
 ApiKind = Literal["openai", "anthropic"]
 PrivateMode = Literal["prefer_local", "local_only", "ignore"]
@@ -58,8 +59,9 @@ class Upstream(_Table):
     base_url: str = Field(min_length=1)
     #: The environment variable holding this upstream's key; empty for a server that takes none.
     api_key_env: str = ""
-    #: On this machine or the stack's internal network: a private prompt may reach it.
-    local: bool = False
+    #: Whether it is on this machine, so a private prompt may reach it; by default, as its URL
+    #: says (loopback or one of the stack's one-label service names).
+    local: bool | None = None
     timeout_s: float = Field(default=300.0, gt=0, le=3600)
 
     @model_validator(mode="before")
@@ -197,4 +199,5 @@ class RouterSettings(_Table):
         return next((m for m in self.models if m.id == model_id), None)
 
     def is_local(self, model: ModelEntry) -> bool:
-        return self.upstreams[model.upstream].local
+        upstream = self.upstreams[model.upstream]
+        return stays_local(upstream.base_url) if upstream.local is None else upstream.local
