@@ -19,11 +19,12 @@ risk_offset = -0.3
 fallback_model = "anthropic/claude-sonnet-5"
 
 [upstreams.openrouter]
-base_url = "https://openrouter.ai/api/v1"
+base_url = "https://openrouter.ai/api"
 api_key_env = "OPENROUTER_API_KEY"
 
 [upstreams.llama]
-base_url = "http://llama:8080/v1"  # local: a one-label name on the stack's network
+base_url = "http://llama:8080"  # local: a one-label name on the stack's network
+apis = ["openai", "anthropic"]
 
 [[models]]
 id = "qwen/qwen3.7-flash"

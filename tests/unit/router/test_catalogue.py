@@ -56,7 +56,7 @@ def test_per_level_lists_need_one_value_per_level(tmp_path):
 
 
 def test_an_upstream_key_in_the_file_is_refused(tmp_path):
-    config = loaded(tmp_path, '[router.upstreams.openrouter]\nbase_url = "https://openrouter.ai/api/v1"\napi_key = "sk-x"\n')
+    config = loaded(tmp_path, '[router.upstreams.openrouter]\nbase_url = "https://openrouter.ai/api"\napi_key = "sk-x"\n')
     assert any("[router] upstreams.openrouter: api_key: keys are read from the environment" in e for e in config.errors)
     assert not any("sk-x" in e for e in config.errors)
 
@@ -67,3 +67,8 @@ def test_a_fallback_model_and_aliases_must_fit_the_catalogue(tmp_path):
     assert any("fallback_model: 'gpt-9' is not one of the models" in e for e in config.errors)
     clash = loaded(tmp_path, router_section(SEED + '\n').replace("[router]\n", '[router]\naliases = ["gemma-3-270m"]\n', 1))
     assert any("aliases: gemma-3-270m is also a model id" in e for e in clash.errors)
+
+
+def test_an_upstream_url_is_the_servers_root(tmp_path):
+    config = loaded(tmp_path, '[router.upstreams.openai]\nbase_url = "https://api.openai.com/v1"\n')
+    assert any("upstreams.openai.base_url: is the server's root, without /v1" in e for e in config.errors)

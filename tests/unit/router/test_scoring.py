@@ -127,3 +127,9 @@ def test_no_capable_model_is_a_route_without_a_model_that_says_why():
 
 def test_the_same_inputs_always_give_the_same_route():
     assert route(seed_catalogue(), NPE, NPE_NEEDS) == route(seed_catalogue(), NPE, NPE_NEEDS)
+
+
+def test_only_upstreams_that_speak_the_clients_api_can_answer():
+    result = route(seed_catalogue(), NPE, Needs(input_tokens=40, api="anthropic"))
+    assert result.model == GEMMA and result.reason == ESCALATED  # only llama serves /v1/messages here
+    assert by_id(result)[SONNET].why == "its upstream does not speak the anthropic API"

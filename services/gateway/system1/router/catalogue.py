@@ -9,8 +9,8 @@ environment variable that holds one.
     min_skill = [0.40, 0.55, 0.72, 0.86]
 
     [router.upstreams.openrouter]
-    kind = "openai"
-    base_url = "https://openrouter.ai/api/v1"
+    apis = ["openai"]
+    base_url = "https://openrouter.ai/api"
     api_key_env = "OPENROUTER_API_KEY"
 
     [[router.models]]
@@ -36,9 +36,20 @@ Effort = Literal["", "minimal", "low", "medium", "high"]
 #: Complexity is scored 0..3 and risk 0..2: the per-level lists have one entry per level.
 COMPLEXITY_LEVELS = 4
 RISK_LEVELS = 3
-#: The main kinds of work a request can ask for (the topic question's options).
-TOPICS = ("code-gen", "code-review", "debugging", "security", "architecture", "infra-devops", "data-sql",
-          "writing", "docs", "chat")
+#: The main kinds of work a request can ask for (the topic question's options), with what each
+#: means to the engine that reads them.
+TOPICS = {
+    "code-gen": "writing new code or a feature",
+    "code-review": "reviewing code or a change for problems",
+    "debugging": "finding and fixing the cause of an error or a failure",
+    "security": "vulnerabilities, secrets, permissions or attacks",
+    "architecture": "designing a system, its parts and their trade-offs",
+    "infra-devops": "deployment, CI, containers, servers and cloud",
+    "data-sql": "databases, queries and data pipelines",
+    "writing": "prose: emails, posts, stories",
+    "docs": "documentation, READMEs and comments",
+    "chat": "small talk or a quick general question",
+}
 
 
 class _Table(BaseModel):
@@ -53,15 +64,20 @@ class Price(_Table):
 
 
 class Upstream(_Table):
-    """A chat API the router forwards to."""
+    """A chat server the router forwards to, at `base_url` + `/v1/chat/completions` (the OpenAI
+    API) or `/v1/messages` (Anthropic's). The router forwards; it does not translate, so a
+    request goes only to upstreams that speak its API."""
 
-    kind: ApiKind = "openai"
+    apis: list[ApiKind] = Field(default_factory=lambda: ["openai"], min_length=1)
     base_url: str = Field(min_length=1)
     #: The environment variable holding this upstream's key; empty for a server that takes none.
     api_key_env: str = ""
     #: Whether it is on this machine, so a private prompt may reach it; by default, as its URL
     #: says (loopback or one of the stack's one-label service names).
     local: bool | None = None
+    #: Longest wait for an answer to start (its status, and a stream's first bytes): past it,
+    #: the next candidate is tried. `timeout_s` bounds each wait after that.
+    first_byte_timeout_s: float = Field(default=60.0, gt=0, le=3600)
     timeout_s: float = Field(default=300.0, gt=0, le=3600)
 
     @model_validator(mode="before")
@@ -79,6 +95,8 @@ class Upstream(_Table):
     def _http(cls, value: str) -> str:
         if not value.startswith(("http://", "https://")):
             raise ValueError("must start with http:// or https://")
+        if value.rstrip("/").endswith("/v1"):
+            raise ValueError("is the server's root, without /v1 (the router adds /v1/chat/completions or /v1/messages)")
         return value.rstrip("/")
 
 
@@ -129,6 +147,15 @@ class RouterSettings(_Table):
     #: Model names that are routed; every other name is passed through to its upstream.
     aliases: list[str] = Field(default_factory=lambda: ["auto"])
     topics: list[str] = Field(default_factory=lambda: list(TOPICS), min_length=2)
+    #: What a topic means, for topics beyond the built-in ones (a topic without one is its name).
+    topic_descriptions: dict[str, str] = Field(default_factory=dict)
+    #: The provider that answers the four questions ("" for the gateway's chain), and the one
+    #: for prompts the pre-check finds private ("" for the same); a private prompt under
+    #: `local_only` never reaches one that is not on this machine.
+    decision_provider: str = ""
+    private_decision_provider: str = ""
+    #: The prompt's text the engine judges, at most: its start and its end beyond that.
+    decision_chars: int = Field(default=4000, ge=200, le=100_000)
     private: PrivateMode = "prefer_local"
     #: Below this topic confidence, complexity goes up one level: when unsure, play safe.
     confidence_threshold: float = Field(default=0.8, ge=0, le=1)
@@ -188,12 +215,20 @@ class RouterSettings(_Table):
             if unknown:
                 raise ValueError(f"models[{index}] ({model.id}): skills for unknown topics {', '.join(unknown)}; "
                                  f"topics are {', '.join(self.topics)}")
+        undefined = sorted(set(self.topic_descriptions) - set(self.topics))
+        if undefined:
+            raise ValueError(f"topic_descriptions: {', '.join(undefined)} is not one of the topics")
         if self.fallback_model and self.fallback_model not in ids:
             raise ValueError(f"fallback_model: {self.fallback_model!r} is not one of the models")
         clashes = sorted(set(self.aliases) & set(ids))
         if clashes:
             raise ValueError(f"aliases: {', '.join(clashes)} is also a model id")
         return self
+
+    def topic_text(self, topic: str) -> str:
+        """A topic as the engine reads it: its name and what it means."""
+        description = self.topic_descriptions.get(topic) or TOPICS.get(topic)
+        return f"{topic}: {description}" if description else topic
 
     def model(self, model_id: str) -> ModelEntry | None:
         return next((m for m in self.models if m.id == model_id), None)

@@ -49,6 +49,8 @@ class Needs:
     vision: bool = False
     #: The pre-check found secrets or personal data.
     private: bool = False
+    #: The API the client speaks: only upstreams that speak it can answer.
+    api: str = "openai"
 
 
 @dataclass(frozen=True)
@@ -116,6 +118,8 @@ def _incapable(settings: RouterSettings, model: ModelEntry, needs: Needs, live: 
     """Why `model` cannot take the request at all ("" when it can)."""
     if model.id in live.unavailable:
         return live.unavailable[model.id]
+    if needs.api not in settings.upstreams[model.upstream].apis:
+        return f"its upstream does not speak the {needs.api} API"
     if local_only and not settings.is_local(model):
         return "private prompt: remote upstream"
     if needs.tools and not model.tools:

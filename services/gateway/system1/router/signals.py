@@ -1,0 +1,126 @@
+"""The one decision call: four typed questions about the prompt, through the gateway's core
+(chain, lanes, calibration, learned heads), read back as the signals scoring needs.
+
+- topic: a choice over the configured topics, with probabilities;
+- complexity: a score 0..3, and risk: a score 0..2, each the expected level;
+- private data: yes/no.
+
+Where the decision cannot be had (every engine failed, or a private prompt may not reach the
+engine), the signals say nothing with no confidence, which makes scoring play safe.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Protocol
+
+from ..core.lanes import INTERACTIVE
+from ..core.result import Decision
+from ..providers.base import Query
+from .catalogue import RouterSettings
+from .scoring import Signals
+
+COMPLEXITY_LEVELS = (
+    "trivial: a greeting, a one-line fact or a tiny edit",
+    "routine: a small task with a clear answer",
+    "substantial: several steps, real reasoning or debugging",
+    "expert: deep reasoning, a design or a subtle bug across a system",
+)
+RISK_LEVELS = (
+    "harmless: a wrong answer costs nothing",
+    "annoying: a wrong answer costs some time to notice and fix",
+    "damaging: a wrong answer could break production, lose data or money, or leak secrets",
+)
+TOPIC_QUESTION = "What is the main kind of work this request asks for?"
+COMPLEXITY_QUESTION = "How much reasoning capability does this request need?"
+RISK_QUESTION = "How costly would a wrong or low-quality answer be?"
+PRIVATE_QUESTION = "Does the request contain secrets or personal or confidential data?"
+#: Where nothing is known: mid-high complexity and risk; with no confidence, complexity rises.
+UNKNOWN = Signals(topics={}, confidence=0.0, complexity=2, risk=1)
+
+
+class Decider(Protocol):
+    """The gateway core's `decide_many`, as the router calls it."""
+
+    async def decide_many(self, state: object, queries: list[Query], client: str, priority: int = INTERACTIVE, *,
+                          threshold: float = 0.0, only: str | None = None) -> list[Decision]: ...
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What the decision call said and cost."""
+
+    signals: Signals
+    #: The provider that answered, or None when no engine was asked or none answered.
+    provider: str | None
+    latency_ms: float
+    #: Why the signals are UNKNOWN, when they are.
+    error: str | None = None
+
+
+def questions(settings: RouterSettings) -> list[Query]:
+    return [
+        Query(TOPIC_QUESTION, [settings.topic_text(t) for t in settings.topics], kind="router-topic"),
+        Query(COMPLEXITY_QUESTION, list(COMPLEXITY_LEVELS), kind="router-complexity", score=True),
+        Query(RISK_QUESTION, list(RISK_LEVELS), kind="router-risk", score=True),
+        Query(PRIVATE_QUESTION, ["yes", "no"], yes_no=True, kind="router-private"),
+    ]
+
+
+def judged_text(text: str, limit: int) -> str:
+    """At most `limit` characters of the prompt: its start and its end, which say the most."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n…\n{text[-half:]}"
+
+
+def expected_level(decision: Decision, levels: tuple[str, ...]) -> float | None:
+    if not decision.probabilities:
+        return None
+    total = sum(decision.probabilities.values())
+    if total <= 0:
+        return None
+    return sum(levels.index(level) * p for level, p in decision.probabilities.items()) / total
+
+
+def signals_of(settings: RouterSettings, decisions: list[Decision]) -> tuple[Signals, str | None]:
+    """The four decisions as signals; a question that got no probabilities takes UNKNOWN's value."""
+    topic, complexity, risk, private = decisions
+    texts = {settings.topic_text(t): t for t in settings.topics}
+    failed = [d.error.message for d in decisions if d.error is not None]
+    topics = {texts[option]: p for option, p in (topic.probabilities or {}).items() if option in texts}
+    level = expected_level(complexity, COMPLEXITY_LEVELS)
+    danger = expected_level(risk, RISK_LEVELS)
+    p_private = (private.probabilities or {}).get("yes")
+    signals = Signals(
+        topics=topics,
+        confidence=topic.confidence if topics and topic.confidence is not None else 0.0,
+        complexity=UNKNOWN.complexity if level is None else level,
+        risk=UNKNOWN.risk if danger is None else danger,
+        private=p_private is not None and p_private >= 0.5,
+    )
+    return signals, ("; ".join(dict.fromkeys(failed)) or None)
+
+
+def provider_for(settings: RouterSettings, private: bool) -> str | None:
+    """The provider named for this prompt, or None for the gateway's chain."""
+    if private and settings.private_decision_provider:
+        return settings.private_decision_provider
+    return settings.decision_provider or None
+
+
+async def ask(decider: Decider, settings: RouterSettings, text: str, client: str, private: bool,
+              may_leave: bool) -> Asked:
+    """The four questions about `text` in one decision call; `may_leave` False keeps it on
+    this machine (the caller has checked the provider it names, or the chain's first)."""
+    if not may_leave:
+        return Asked(UNKNOWN, None, 0.0, "a private prompt may not reach the decision engine (private = \"local_only\")")
+    started = time.perf_counter()
+    decisions = await decider.decide_many(judged_text(text, settings.decision_chars), questions(settings), client,
+                                          threshold=0.0, only=provider_for(settings, private))
+    latency_ms = (time.perf_counter() - started) * 1000
+    signals, error = signals_of(settings, decisions)
+    provider = next((d.provider for d in decisions if d.provider), None)
+    return Asked(signals, provider, latency_ms, error)

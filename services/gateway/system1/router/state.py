@@ -1,0 +1,107 @@
+"""What the router remembers between requests: each conversation's model (for `sticky_ttl_s`),
+the requests in flight on each model, and each model's spend today, read from the usage the
+upstreams report and kept in the state volume so a restart does not reset a budget.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import date, datetime, timezone
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+#: Conversations remembered at most (the oldest is forgotten first).
+MAX_CONVERSATIONS = 100_000
+
+
+def today() -> date:
+    return datetime.now(timezone.utc).date()
+
+
+class Sticky:
+    """Conversation key → (model, when it expires), refreshed on every use."""
+
+    def __init__(self, ttl_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.ttl_s = ttl_s
+        self._clock = clock
+        self._models: OrderedDict[str, tuple[str, float]] = OrderedDict()
+
+    def get(self, key: str) -> str | None:
+        found = self._models.get(key)
+        if found is None:
+            return None
+        if found[1] <= self._clock():
+            del self._models[key]
+            return None
+        return found[0]
+
+    def put(self, key: str, model: str) -> None:
+        if self.ttl_s <= 0:
+            return
+        self._models[key] = (model, self._clock() + self.ttl_s)
+        self._models.move_to_end(key)
+        while len(self._models) > MAX_CONVERSATIONS:
+            self._models.popitem(last=False)
+
+
+class InFlight:
+    """Requests being answered, per model (the load penalty reads it)."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+
+    @contextmanager
+    def holding(self, model: str) -> Iterator[None]:
+        self.counts[model] = self.counts.get(model, 0) + 1
+        try:
+            yield
+        finally:
+            self.counts[model] -= 1
+            if not self.counts[model]:
+                del self.counts[model]
+
+
+class Spend:
+    """US dollars spent per model today (UTC), in `<state>/router/spend.json`, rewritten whole
+    (atomically) on each change; a new day starts from nothing."""
+
+    def __init__(self, path: Path, day: Callable[[], date] = today) -> None:
+        self.path = path
+        self._day = day
+        self._date, self._spent = self._load()
+
+    def _load(self) -> tuple[date, dict[str, float]]:
+        try:
+            saved = json.loads(self.path.read_text(encoding="utf-8"))
+            spent = {str(k): float(v) for k, v in saved["spent_usd"].items()}
+            return date.fromisoformat(saved["date"]), spent
+        except FileNotFoundError:
+            pass
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            logger.warning("router spend file %s is unreadable (%s); today's spend starts at 0", self.path, exc)
+        return self._day(), {}
+
+    @property
+    def today(self) -> dict[str, float]:
+        if self._date != self._day():
+            self._date, self._spent = self._day(), {}
+        return self._spent
+
+    def add(self, model: str, usd: float) -> None:
+        if usd <= 0:
+            return
+        spent = self.today
+        spent[model] = spent.get(model, 0.0) + usd
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            temporary = self.path.with_suffix(".tmp")
+            temporary.write_text(json.dumps({"date": self._date.isoformat(), "spent_usd": spent}), encoding="utf-8")
+            os.replace(temporary, self.path)
+        except OSError as exc:  # the request was answered; only the record is lost
+            logger.error("router spend could not be saved to %s: %s", self.path, exc)
