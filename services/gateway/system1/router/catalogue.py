@@ -174,6 +174,18 @@ class RouterSettings(_Table):
     retries: int = Field(default=2, ge=0, le=10)
     #: Set on the forwarded request by complexity, only where the client set none ("" for none).
     reasoning_effort: list[Effort] = Field(default_factory=lambda: ["low", "low", "medium", "high"])
+    #: The largest chat request body, in bytes (a long agent conversation runs to megabytes).
+    max_body_bytes: int = Field(default=32 * 1_048_576, ge=1024, le=512 * 1_048_576)
+    #: Where a model name that is neither an alias nor a catalogue id is passed through ("" : refused).
+    passthrough_upstream: str = ""
+    #: Regions whose national phone-number format the pre-check knows (e.g. ["US", "FR"]).
+    phone_regions: list[str] = Field(default_factory=list)
+    #: The decision log: JSONL in the state volume ("" : <state>/logs/router.jsonl), rotated by size;
+    #: the prompt's text is written only with `log_prompts`.
+    log_file: str = ""
+    log_prompts: bool = False
+    log_max_bytes: int = Field(default=20 * 1_048_576, ge=1024)
+    log_backups: int = Field(default=5, ge=0, le=100)
     upstreams: dict[str, Upstream] = Field(default_factory=dict)
     models: list[ModelEntry] = Field(default_factory=list)
 
@@ -218,12 +230,23 @@ class RouterSettings(_Table):
         undefined = sorted(set(self.topic_descriptions) - set(self.topics))
         if undefined:
             raise ValueError(f"topic_descriptions: {', '.join(undefined)} is not one of the topics")
+        if self.passthrough_upstream and self.passthrough_upstream not in self.upstreams:
+            raise ValueError(f"passthrough_upstream: {self.passthrough_upstream!r} is not in [router.upstreams]")
+        if self.phone_regions:
+            self._known_regions()
         if self.fallback_model and self.fallback_model not in ids:
             raise ValueError(f"fallback_model: {self.fallback_model!r} is not one of the models")
         clashes = sorted(set(self.aliases) & set(ids))
         if clashes:
             raise ValueError(f"aliases: {', '.join(clashes)} is also a model id")
         return self
+
+    def _known_regions(self) -> None:
+        import phonenumbers  # here, not at the top: every config load would pay its import
+
+        unknown = sorted(r for r in self.phone_regions if r not in phonenumbers.SUPPORTED_REGIONS)
+        if unknown:
+            raise ValueError(f"phone_regions: {', '.join(unknown)} is not a region code (ISO 3166, e.g. US, FR)")
 
     def topic_text(self, topic: str) -> str:
         """A topic as the engine reads it: its name and what it means."""
@@ -234,5 +257,8 @@ class RouterSettings(_Table):
         return next((m for m in self.models if m.id == model_id), None)
 
     def is_local(self, model: ModelEntry) -> bool:
-        upstream = self.upstreams[model.upstream]
+        return self.upstream_is_local(model.upstream)
+
+    def upstream_is_local(self, name: str) -> bool:
+        upstream = self.upstreams[name]
         return stays_local(upstream.base_url) if upstream.local is None else upstream.local

@@ -22,6 +22,8 @@ OPAQUE_PARTS = frozenset({"input_audio", "file", "document", "redacted_thinking"
 
 @dataclass(frozen=True)
 class Conversation:
+    #: The API the client spoke: "openai" or "anthropic".
+    api: str
     model: str
     system: str
     #: (role, text) for every message, in order; tool calls and results as their JSON text.
@@ -127,7 +129,7 @@ def from_openai(body: Any) -> Conversation:
             turns.append((role, text))
         else:
             raise RequestError(f"messages[{i}].role: unknown role {role!r}")
-    return Conversation(model, "\n".join(system), tuple(turns), bool(body.get("tools")), reader.images,
+    return Conversation("openai", model, "\n".join(system), tuple(turns), bool(body.get("tools")), reader.images,
                         bool(body.get("stream")), reader.opaque_chars)
 
 
@@ -143,5 +145,5 @@ def from_anthropic(body: Any) -> Conversation:
         if role not in ("user", "assistant"):
             raise RequestError(f"messages[{i}].role: must be \"user\" or \"assistant\", not {role!r}")
         turns.append((role, reader.content(message.get("content"), f"messages[{i}].content")))
-    return Conversation(model, system, tuple(turns), bool(body.get("tools")), reader.images,
+    return Conversation("anthropic", model, system, tuple(turns), bool(body.get("tools")), reader.images,
                         bool(body.get("stream")), reader.opaque_chars)

@@ -150,5 +150,5 @@ def precheck(conversation: Conversation, regions: Iterable[str] = ()) -> PreChec
     findings = sorted({f"secret: {kind}" for kind in secrets_in(text)}
                       | {f"personal: {kind}" for kind in personal_data_in(text, regions)})
     needs = Needs(input_tokens=input_tokens(conversation), tools=conversation.tools, vision=conversation.images,
-                  private=bool(findings))
+                  private=bool(findings), api=conversation.api)
     return PreCheck(needs, tuple(findings))

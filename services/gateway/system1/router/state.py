@@ -10,8 +10,7 @@ import logging
 import os
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from datetime import date, datetime, timezone
 from pathlib import Path
 
@@ -51,20 +50,19 @@ class Sticky:
 
 
 class InFlight:
-    """Requests being answered, per model (the load penalty reads it)."""
+    """Requests being answered, per model (the load penalty reads it): each `acquire` is
+    matched by one `release` when its answer has ended, streamed or not."""
 
     def __init__(self) -> None:
         self.counts: dict[str, int] = {}
 
-    @contextmanager
-    def holding(self, model: str) -> Iterator[None]:
+    def acquire(self, model: str) -> None:
         self.counts[model] = self.counts.get(model, 0) + 1
-        try:
-            yield
-        finally:
-            self.counts[model] -= 1
-            if not self.counts[model]:
-                del self.counts[model]
+
+    def release(self, model: str) -> None:
+        self.counts[model] -= 1
+        if not self.counts[model]:
+            del self.counts[model]
 
 
 class Spend:

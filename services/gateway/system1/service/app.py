@@ -22,6 +22,7 @@ from .hygiene import ANONYMOUS, Hygiene, envelope
 from .mcp import build_server
 from .mcp_http import McpSessions
 from .mcp_socket import LocalMcp
+from .router_routes import router_routes
 from .routes import direct_decide, invalid_request, router
 from .service import Service
 
@@ -84,6 +85,7 @@ def create_app(service: Service) -> FastAPI:
     # Any other exception is answered by `Hygiene`, without closing the connection.
 
     app.include_router(router)
+    app.include_router(router_routes)
     app.router.routes.append(Route("/mcp", endpoint=mcp))
     app.add_middleware(Hygiene, service=service, direct={("POST", "/v1/decide"): direct_decide(service)})
     return app

@@ -24,9 +24,11 @@ OPEN_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 ALWAYS_OPEN = "/healthz"
 ANONYMOUS = "anonymous"
 JSON_TYPE = "application/json"
+# The chat router's paths, whose body limit is `[router] max_body_bytes`.
+CHAT_PATHS = frozenset({"/v1/chat/completions", "/v1/messages", "/v1/router/route"})
 # The REST routes that take a body; a POST elsewhere is the router's 404 or 405.
 JSON_POSTS = frozenset({"/v1/decide", "/v1/route", "/v1/features", "/v1/reload", "/v1/feedback", "/v1/outcomes",
-                        "/v1/embed", "/v1/routing/labels"})
+                        "/v1/embed", "/v1/routing/labels", *CHAT_PATHS})
 
 
 def _refuse(code: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -68,13 +70,15 @@ class Hygiene:
         if refusal is not None:
             await refusal(scope, receive, send)
             return
-        limit = self.service.config.settings.service.max_body_bytes
+        limit = self._body_limit(scope["path"])
         identity = None
+        # A bearer key, or Anthropic's x-api-key header (what its SDK and Claude Code send).
         authorization = headers.get("authorization", "")
-        if authorization.lower().startswith("bearer "):
-            identity = self.service.keys.identify(authorization[7:].strip())
+        presented = authorization[7:].strip() if authorization.lower().startswith("bearer ") else headers.get("x-api-key", "")
+        if presented:
+            identity = self.service.keys.identify(presented)
         if scope["path"] not in OPEN_PATHS and self.service.keys.required and identity is None:
-            reason = "a valid API key is required" if not authorization else "the API key is not valid"
+            reason = "a valid API key is required" if not presented else "the API key is not valid"
             await _refuse(401, f"unauthorized: {reason}", {"WWW-Authenticate": "Bearer"})(scope, receive, send)
             return
         named = headers.get(h.CLIENT, "")
@@ -130,14 +134,18 @@ class Hygiene:
             kind = headers.get("content-type", "").split(";", 1)[0].strip().lower()
             if kind != JSON_TYPE:
                 return _refuse(415, f"request: the body must be {JSON_TYPE}, not {kind or 'untyped'}")
-        length = headers.get("content-length")
-        if length is not None and (not length.isdigit() or int(length) > settings.max_body_bytes):
-            return self._too_large(settings.max_body_bytes)
+        length, limit = headers.get("content-length"), self._body_limit(path)
+        if length is not None and (not length.isdigit() or int(length) > limit):
+            return self._too_large(limit)
         if self.service.key_errors and path != ALWAYS_OPEN:
             problems = "; ".join(self.service.key_errors)
             return envelope(ErrorCode.CONFIG_ERROR, f"the API key configuration is broken, so the gateway is "
                             f"closed until it is fixed: {problems}", 503)
         return None
+
+    def _body_limit(self, path: str) -> int:
+        settings = self.service.config.settings
+        return settings.router.max_body_bytes if path in CHAT_PATHS else settings.service.max_body_bytes
 
     @staticmethod
     def _too_large(limit: int) -> JSONResponse:

@@ -72,6 +72,23 @@ class Metrics(Observer):
         self.mcp_sessions = Gauge("system1_mcp_sessions", "Open MCP sessions over /mcp.", registry=r)
         self.overloaded = Counter("system1_overloaded", "Requests turned away because every lane was full.",
                                   registry=r)
+        # The router: model labels are catalogue ids (a passed-through name is "passthrough").
+        self.router_requests = Counter("system1_router_requests", "Chat requests answered, by model and reason.",
+                                       ["model", "reason"], registry=r)
+        self.router_decision_latency = Histogram("system1_router_decision_seconds",
+                                                 "The router's four-question decision, by provider.", ["provider"],
+                                                 buckets=LATENCY_BUCKETS, registry=r)
+        self.router_upstream_latency = Histogram("system1_router_upstream_seconds",
+                                                 "Upstream answers (to their end, streams included), by model and status.",
+                                                 ["model", "status"], buckets=LATENCY_BUCKETS, registry=r)
+        self.router_fall_throughs = Counter("system1_router_fall_throughs",
+                                            "Candidates skipped on a 429, a 5xx or no answer in time.", ["model"],
+                                            registry=r)
+        self.router_cost = Counter("system1_router_cost_usd", "US dollars spent, from upstream usage.", ["model"],
+                                   registry=r)
+        self.router_spent_today = Gauge("system1_router_spent_today_usd", "US dollars spent today (UTC).", ["model"],
+                                        registry=r)
+        self.router_budget = Gauge("system1_router_daily_budget_usd", "A model's daily budget.", ["model"], registry=r)
         self.build = Info("system1_build", "Gateway build.", registry=r)
         self.build.info({"version": __version__})
 
@@ -119,6 +136,25 @@ class Metrics(Observer):
 
     def engine_up(self, provider: str, ok: bool) -> None:
         self._child(self.engine_up_gauge, provider).set(1 if ok else 0)
+
+    # -- RouterObserver ----------------------------------------------------------------------
+    def routed(self, model: str, reason: str) -> None:
+        self._child(self.router_requests, model, reason).inc()
+
+    def router_decision(self, provider: str, seconds: float) -> None:
+        self._child(self.router_decision_latency, provider).observe(seconds)
+
+    def upstream(self, model: str, status: str, seconds: float) -> None:
+        self._child(self.router_upstream_latency, model, status).observe(seconds)
+
+    def fell_through(self, model: str) -> None:
+        self._child(self.router_fall_throughs, model).inc()
+
+    def spent(self, model: str, usd: float, today_usd: float, budget_usd: float | None) -> None:
+        self._child(self.router_cost, model).inc(usd)
+        self._child(self.router_spent_today, model).set(today_usd)
+        if budget_usd is not None:
+            self._child(self.router_budget, model).set(budget_usd)
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

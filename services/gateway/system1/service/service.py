@@ -23,6 +23,7 @@ from ..core.result import Decision
 from ..core.schema import RequestError
 from ..offline import outcomes
 from ..routing.hook import Outcome, RouteEvent, RoutingHook, feature_views, parse_features
+from ..router.service import Plan, Router
 from ..routing.log import RoutingLog, labels_of, write_labels
 from .auth import KeyRing, write_bridge_token
 from .metrics import Metrics
@@ -61,6 +62,7 @@ class Service:
         self.keys = KeyRing({})
         self.request_log: RequestLog | None = None
         self.routing_log = RoutingLog(config.routing_log)
+        self.router = Router(config.settings.router, config.install_dir, self.metrics)
         self._health_task: asyncio.Task | None = None
         self._configure_edges(config)
 
@@ -86,6 +88,7 @@ class Service:
     def _configure_edges(self, config: LoadedConfig) -> None:
         service = config.settings.service
         self.metrics.clients = frozenset(service.clients)
+        self.router.configure(config.settings.router)
         self._load_keys(config)
         if self.routing_log.path != config.routing_log:
             self.routing_log = RoutingLog(config.routing_log)
@@ -120,6 +123,7 @@ class Service:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._health_task
         await self._core.close_when_idle()
+        await self.router.aclose()
         if self.request_log is not None:
             self.request_log.close()
             self.request_log = None
@@ -167,6 +171,15 @@ class Service:
         if self.request_log is not None:
             self.request_log.record(decision, client, payload)
         return decision
+
+    async def plan_route(self, api: str, body: Any, client: str) -> Plan:
+        """The router's plan for a chat request, its decision asked of this core."""
+        async with self._use() as gateway:
+            def stays_local(name: str | None) -> bool:
+                names = [name] if name else gateway.chain.names
+                return all(gateway.providers[n].local for n in names if n in gateway.providers)
+
+            return await self.router.plan(api, body, client, gateway, stays_local)
 
     async def feedback(self, payload: Any, client: str) -> dict[str, Any]:
         """Label a remembered decision (the client is recorded as the label's source)."""

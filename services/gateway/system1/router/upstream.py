@@ -1,0 +1,216 @@
+"""Forwarding a chat request to its upstream, and falling through to the next candidate.
+
+- The body goes as the client sent it, with `model` set to the chosen model's upstream name and,
+  where the client set no effort, the effort for the request's complexity.
+- Keys come from the environment (`api_key_env`) and go only to their upstream; the client's
+  own credentials (its gateway key) never leave the gateway.
+- A 429, a 5xx, a refused connection or no answer within `first_byte_timeout_s` before any byte
+  has reached the client sends the request to the next candidate. For a stream, "before any
+  byte" includes its first chunk, which is read before the client gets the status. After that,
+  the stream is passed through as it arrives, never buffered; a failure mid-stream ends it.
+- Usage is read from the answer (a stream's usage events are read on the side) and priced.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from .catalogue import ModelEntry, RouterSettings, Upstream
+
+PATHS = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages"}
+#: Client headers an upstream needs to read the request as sent (Anthropic's version and betas).
+PASSED_HEADERS = ("anthropic-version", "anthropic-beta")
+ANTHROPIC_VERSION = "2023-06-01"
+#: Upstream statuses that send the request on to the next candidate.
+RETRIED = frozenset({429, 500, 502, 503, 504, 529})
+
+
+@dataclass
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    def cost(self, model: ModelEntry) -> float:
+        return (self.input_tokens * model.price.input + self.output_tokens * model.price.output) / 1e6
+
+    def read(self, api: str, payload: Any) -> None:
+        """Take the token counts an answer (or one event of a stream) reports."""
+        if not isinstance(payload, dict):
+            return
+        if api == "anthropic" and isinstance(payload.get("message"), dict):  # a stream's message_start
+            payload = payload["message"]
+        usage = payload.get("usage")
+        if not isinstance(usage, dict):
+            return
+        if api == "openai":
+            self.input_tokens = _count(usage.get("prompt_tokens"), self.input_tokens)
+            self.output_tokens = _count(usage.get("completion_tokens"), self.output_tokens)
+            return
+        read_in = sum(_count(usage.get(k), 0) for k in ("input_tokens", "cache_creation_input_tokens",
+                                                          "cache_read_input_tokens"))
+        self.input_tokens = read_in or self.input_tokens
+        self.output_tokens = _count(usage.get("output_tokens"), self.output_tokens)
+
+
+def _count(value: Any, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else default
+
+
+class StreamUsage:
+    """Reads usage from server-sent events as they pass, line by line, keeping only the last
+    partial line (an event's JSON is never held whole beyond its line)."""
+
+    def __init__(self, api: str, usage: Usage) -> None:
+        self.api = api
+        self.usage = usage
+        self._partial = b""
+
+    def feed(self, chunk: bytes) -> None:
+        lines = (self._partial + chunk).split(b"\n")
+        self._partial = lines.pop()
+        for line in lines:
+            if line.startswith(b"data:") and b'"usage"' in line:
+                try:
+                    self.usage.read(self.api, json.loads(line[5:]))
+                except ValueError:
+                    pass
+
+
+@dataclass
+class Attempted:
+    """One candidate that did not answer, and why (for `X-Router-Failed` and the log)."""
+
+    model: str
+    why: str
+
+
+@dataclass
+class Forwarded:
+    """The answer the client gets: from `model`, after the `failed` candidates."""
+
+    model: str
+    status: int
+    headers: dict[str, str]
+    #: The whole body (not streamed), or None when `stream` carries it.
+    body: bytes | None
+    stream: AsyncIterator[bytes] | None
+    usage: Usage
+    failed: list[Attempted] = field(default_factory=list)
+    #: What cut a stream short after it started, once it has ended; None for a whole answer.
+    broken: str | None = None
+
+
+class AllFailed(Exception):
+    def __init__(self, failed: list[Attempted]) -> None:
+        super().__init__("; ".join(f"{a.model}: {a.why}" for a in failed) or "no candidate")
+        self.failed = failed
+
+
+def request_body(body: dict[str, Any], api: str, model: ModelEntry | None, effort: str, stream: bool) -> dict[str, Any]:
+    """The body sent upstream: the client's, with the chosen model (None: passed through as
+    sent) and the effort where the client set none."""
+    sent = dict(body)
+    if model is not None:
+        sent["model"] = model.upstream_model
+        if api == "openai" and effort and "reasoning_effort" not in body and "reasoning" not in body:
+            sent["reasoning_effort"] = effort
+    if api == "openai" and stream and "stream_options" not in body:
+        sent["stream_options"] = {"include_usage": True}  # the final chunk then reports usage
+    return sent
+
+
+def upstream_headers(upstream: Upstream, api: str, client_headers: Mapping[str, str]) -> dict[str, str]:
+    key = os.environ.get(upstream.api_key_env, "") if upstream.api_key_env else ""
+    headers = {"content-type": "application/json"}
+    for name in PASSED_HEADERS:
+        if name in client_headers:
+            headers[name] = client_headers[name]
+    if api == "anthropic":
+        headers.setdefault("anthropic-version", ANTHROPIC_VERSION)
+        if key:
+            headers["x-api-key"] = key
+    elif key:
+        headers["authorization"] = f"Bearer {key}"
+    return headers
+
+
+def missing_key(settings: RouterSettings) -> dict[str, str]:
+    """Model id → why it cannot be used: its upstream's key variable is named but not set."""
+    return {m.id: f"{settings.upstreams[m.upstream].api_key_env} is not set" for m in settings.models
+            if settings.upstreams[m.upstream].api_key_env and not os.environ.get(settings.upstreams[m.upstream].api_key_env)}
+
+
+async def _first_chunk(response: httpx.Response) -> tuple[bytes, AsyncIterator[bytes]]:
+    chunks = response.aiter_raw()
+    try:
+        return await chunks.__anext__(), chunks
+    except StopAsyncIteration:
+        return b"", chunks
+
+
+async def _relay(first: bytes, rest: AsyncIterator[bytes], response: httpx.Response, tap: StreamUsage,
+                 forwarded: Forwarded) -> AsyncIterator[bytes]:
+    """The stream as it arrives; a failure ends it and is noted in `forwarded.broken`."""
+    try:
+        if first:
+            tap.feed(first)
+            yield first
+        async for chunk in rest:
+            tap.feed(chunk)
+            yield chunk
+    except (httpx.HTTPError, TimeoutError) as exc:
+        forwarded.broken = f"the stream broke after it started ({type(exc).__name__})"
+    finally:
+        await response.aclose()
+
+
+async def forward(client: httpx.AsyncClient, settings: RouterSettings, api: str, body: dict[str, Any],
+                  client_headers: Mapping[str, str], order: list[tuple[ModelEntry | None, str, str]],
+                  stream: bool) -> Forwarded:
+    """Try each (model or None for a pass-through, upstream name, effort) in turn; `AllFailed`
+    when none answers."""
+    failed: list[Attempted] = []
+    for model, upstream_name, effort in order:
+        upstream = settings.upstreams[upstream_name]
+        label = model.id if model is not None else str(body.get("model"))
+        request = client.build_request(
+            "POST", upstream.base_url + PATHS[api], json=request_body(body, api, model, effort, stream),
+            headers=upstream_headers(upstream, api, client_headers),
+            timeout=httpx.Timeout(upstream.timeout_s, connect=min(10.0, upstream.first_byte_timeout_s)))
+        response = None
+        try:
+            async with asyncio.timeout(upstream.first_byte_timeout_s):
+                response = await client.send(request, stream=True)
+                if response.status_code in RETRIED:
+                    failed.append(Attempted(label, f"HTTP {response.status_code}"))
+                    await response.aclose()
+                    continue
+                if stream and response.status_code < 300:
+                    first, rest = await _first_chunk(response)
+                else:
+                    await response.aread()
+        except (httpx.HTTPError, TimeoutError) as exc:
+            if response is not None:
+                await response.aclose()
+            why = "no answer in time" if isinstance(exc, (TimeoutError, httpx.TimeoutException)) else "unreachable"
+            failed.append(Attempted(label, why))
+            continue
+        usage = Usage()
+        headers = {"content-type": response.headers.get("content-type", "application/json")}
+        if stream and response.status_code < 300:
+            forwarded = Forwarded(label, response.status_code, headers, None, None, usage, failed)
+            forwarded.stream = _relay(first, rest, response, StreamUsage(api, usage), forwarded)
+            return forwarded
+        try:
+            usage.read(api, response.json())
+        except ValueError:
+            pass
+        return Forwarded(label, response.status_code, headers, response.content, None, usage, failed)
+    raise AllFailed(failed)

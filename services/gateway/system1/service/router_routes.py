@@ -1,0 +1,70 @@
+"""The router's front doors: OpenAI's `POST /v1/chat/completions` and `GET /v1/models`,
+Anthropic's `POST /v1/messages`, and the dry run `POST /v1/router/route` (`?api=anthropic` for an
+Anthropic body), which answers the plan without calling any chat model.
+
+Errors come in the client's API's own shape, so its SDK raises its usual exception.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+
+from ..core.schema import RequestError
+from ..router.service import RouterError, error_body
+from .routes import ServiceDep, read_json
+
+router_routes = APIRouter()
+
+
+def _error(api: str, error: RouterError | RequestError) -> JSONResponse:
+    status = error.status if isinstance(error, RouterError) else 400
+    headers = {"x-router-failed": ", ".join(error.failed)} if isinstance(error, RouterError) and error.failed else None
+    return JSONResponse(error_body(api, error), status_code=status, headers=headers)
+
+
+async def _chat(request: Request, service: ServiceDep, api: str) -> Response:
+    try:
+        body = await read_json(request)
+        plan = await service.plan_route(api, body, request.state.system1_client)
+        reply = await service.router.answer(plan, body, request.headers, request.state.system1_client)
+    except (RouterError, RequestError) as exc:
+        return _error(api, exc)
+    if reply.stream is not None:
+        return StreamingResponse(reply.stream, status_code=reply.status, headers=reply.headers)
+    return Response(reply.body, status_code=reply.status, headers=reply.headers)
+
+
+@router_routes.post("/v1/chat/completions")
+async def chat_completions(request: Request, service: ServiceDep) -> Response:
+    """OpenAI-compatible: `model: "auto"` (or an alias) is routed; another name is passed through."""
+    return await _chat(request, service, "openai")
+
+
+@router_routes.post("/v1/messages")
+async def messages(request: Request, service: ServiceDep) -> Response:
+    """Anthropic-compatible, for clients that set `ANTHROPIC_BASE_URL`."""
+    return await _chat(request, service, "anthropic")
+
+
+@router_routes.post("/v1/router/route")
+async def dry_run(request: Request, service: ServiceDep, api: Literal["openai", "anthropic"] = "openai") -> JSONResponse:
+    """The plan for a chat request: model, reason, signals, needs, floor and every candidate."""
+    try:
+        plan = await service.plan_route(api, await read_json(request), request.state.system1_client)
+    except (RouterError, RequestError) as exc:
+        return _error(api, exc)
+    return JSONResponse(plan.report(), headers=service.router.headers_for(plan, None))
+
+
+@router_routes.get("/v1/models")
+async def models(service: ServiceDep) -> dict[str, Any]:
+    """The routed aliases and the catalogue's models, in OpenAI's list shape."""
+    settings = service.router.settings
+    if not settings.enabled:
+        return {"object": "list", "data": []}
+    data = [{"id": alias, "object": "model", "owned_by": "system1-router"} for alias in settings.aliases]
+    data += [{"id": m.id, "object": "model", "owned_by": m.upstream} for m in settings.models]
+    return {"object": "list", "data": data}
