@@ -67,7 +67,7 @@ def test_a_spent_daily_budget_takes_a_model_out():
     assert route(seed_catalogue(), signals, NPE_NEEDS).model == OPUS
     spent = route(seed_catalogue(), signals, NPE_NEEDS, Live(spent_usd={OPUS: 9.99}))
     assert spent.model == SONNET and spent.reason == ESCALATED
-    assert by_id(spent)[OPUS].why.startswith("daily budget spent")
+    assert by_id(spent)[OPUS].why.startswith("over its daily budget")
 
 
 def test_tools_images_and_context_decide_which_models_can_take_a_request():

@@ -129,7 +129,8 @@ def _incapable(settings: RouterSettings, model: ModelEntry, needs: Needs, live: 
     if needs.input_tokens > model.context:
         return f"context too small ({needs.input_tokens} tokens > {model.context})"
     if model.daily_budget_usd is not None and live.spent_usd.get(model.id, 0.0) + cost > model.daily_budget_usd:
-        return f"daily budget spent (${live.spent_usd.get(model.id, 0.0):.2f} of ${model.daily_budget_usd:.2f})"
+        return (f"over its daily budget (${live.spent_usd.get(model.id, 0.0):.4f} spent of ${model.daily_budget_usd:.4f}, "
+                f"this request about ${cost:.4f})")
     return ""
 
 
