@@ -1,0 +1,150 @@
+"""The router as clients use it: the official `openai` and `anthropic` SDKs against the gateway
+served for real, streaming and not, with the fake hosted chat API as the upstream."""
+
+from __future__ import annotations
+
+import anthropic
+import httpx
+import openai
+import pytest
+
+from system1.service.auth import hash_key
+from tests.fakes.hosted_chat import hosted_chat, reply_text
+
+from ..service_harness import running_service
+
+UPSTREAM_KEY = "sk-fake-upstream-key"
+GATEWAY_KEY = "alice-gateway-key-0123456789"
+CHEAP = "cloud/cheap"
+MESSAGES = [{"role": "user", "content": "Say hi in exactly three words"}]
+
+
+def config(upstream_url: str, keys_file: str = "") -> str:
+    # The mock engine answers every question with its first option, surely: topic code-gen,
+    # complexity and risk 0, private "yes" (so privacy is set to ignore it here).
+    return f'''
+[gateway]
+provider = "mock"
+[service]
+api_keys_file = "{keys_file}"
+[router]
+enabled = true
+private = "ignore"
+[router.upstreams.cloud]
+base_url = "{upstream_url}"
+apis = ["openai", "anthropic"]
+api_key_env = "FAKE_CLOUD_KEY"
+local = false
+[[router.models]]
+id = "{CHEAP}"
+upstream = "cloud"
+name = "vendor/cheap-1"
+price = {{ in = 0.5, out = 1.5 }}
+default_skill = 0.6
+[[router.models]]
+id = "cloud/top"
+upstream = "cloud"
+price = {{ in = 5, out = 25 }}
+default_skill = 0.95
+'''
+
+
+@pytest.fixture
+def stack(tmp_path, monkeypatch):
+    monkeypatch.setenv("FAKE_CLOUD_KEY", UPSTREAM_KEY)
+    keys = tmp_path / "keys"
+    keys.write_text(f"alice {hash_key(GATEWAY_KEY)}\n")
+    with hosted_chat(key=UPSTREAM_KEY) as upstream, running_service(tmp_path, config(upstream.url, str(keys))) as gateway:
+        yield gateway, upstream
+
+
+def openai_client(url: str, key: str = GATEWAY_KEY) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{url}/v1", api_key=key, max_retries=0, timeout=30)
+
+
+def anthropic_client(url: str, key: str = GATEWAY_KEY) -> anthropic.Anthropic:
+    return anthropic.Anthropic(base_url=url, api_key=key, max_retries=0, timeout=30)
+
+
+def test_the_openai_sdk_gets_the_routed_models_answer(stack):
+    gateway, upstream = stack
+    raw = openai_client(gateway.url).chat.completions.with_raw_response.create(model="auto", messages=MESSAGES)
+    completion = raw.parse()
+    assert completion.choices[0].message.content == reply_text("vendor/cheap-1")
+    assert raw.headers["x-router-model"] == CHEAP and raw.headers["x-router-topic"] == "code-gen"
+    assert upstream.received[0].headers["authorization"] == f"Bearer {UPSTREAM_KEY}"  # never the gateway key
+
+
+def test_the_openai_sdk_streams_through_the_router(stack):
+    gateway, _ = stack
+    chunks = list(openai_client(gateway.url).chat.completions.create(model="auto", messages=MESSAGES, stream=True))
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == reply_text("vendor/cheap-1")
+    assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == 7
+
+
+def test_the_anthropic_sdk_gets_the_routed_models_answer_streaming_and_not(stack):
+    gateway, upstream = stack
+    client = anthropic_client(gateway.url)
+    message = client.messages.create(model="auto", max_tokens=64, messages=MESSAGES)
+    assert message.content[0].text == reply_text("vendor/cheap-1")
+    with client.messages.stream(model="auto", max_tokens=64, messages=MESSAGES) as stream:
+        streamed = "".join(stream.text_stream)
+    assert streamed == reply_text("vendor/cheap-1")
+    assert all(r.path == "/v1/messages" and r.headers["x-api-key"] == UPSTREAM_KEY for r in upstream.received)
+
+
+def test_when_every_candidate_fails_each_sdk_raises_its_own_error_naming_them(stack):
+    gateway, upstream = stack
+    upstream.fail("vendor/cheap-1", "503", "503")
+    upstream.fail("cloud/top", "500", "500")
+    with pytest.raises(openai.APIStatusError) as from_openai:
+        openai_client(gateway.url).chat.completions.create(model="auto", messages=MESSAGES)
+    assert from_openai.value.status_code == 502 and "every candidate failed" in from_openai.value.message
+    assert from_openai.value.response.headers["x-router-failed"] == "cloud/cheap (HTTP 503), cloud/top (HTTP 500)"
+    with pytest.raises(anthropic.APIStatusError) as from_anthropic:
+        anthropic_client(gateway.url).messages.create(model="auto", max_tokens=64, messages=MESSAGES)
+    assert from_anthropic.value.status_code == 502 and "every candidate failed" in str(from_anthropic.value)
+
+
+def test_a_catalogue_model_named_by_the_client_is_passed_through(stack):
+    gateway, upstream = stack
+    raw = openai_client(gateway.url).chat.completions.with_raw_response.create(model="cloud/top", messages=MESSAGES)
+    assert raw.parse().choices[0].message.content == reply_text("cloud/top")
+    assert raw.headers["x-router-reason"].startswith("passed through")
+
+
+def test_models_lists_the_aliases_and_the_catalogue(stack):
+    gateway, _ = stack
+    assert [m.id for m in openai_client(gateway.url).models.list()] == ["auto", CHEAP, "cloud/top"]
+
+
+def test_gateway_keys_are_required_as_a_bearer_or_as_x_api_key(stack):
+    gateway, upstream = stack
+    with pytest.raises(openai.AuthenticationError):
+        openai_client(gateway.url, key="wrong").chat.completions.create(model="auto", messages=MESSAGES)
+    with pytest.raises(anthropic.AuthenticationError):
+        anthropic_client(gateway.url, key="wrong").messages.create(model="auto", max_tokens=64, messages=MESSAGES)
+    assert upstream.received == []
+
+
+def test_the_dry_run_answers_without_calling_any_chat_model(stack):
+    gateway, upstream = stack
+    response = httpx.post(f"{gateway.url}/v1/router/route", json={"model": "auto", "messages": MESSAGES},
+                          headers={"Authorization": f"Bearer {GATEWAY_KEY}"}, timeout=30)
+    report = response.json()
+    assert response.status_code == 200 and report["model"] == CHEAP and response.headers["x-router-model"] == CHEAP
+    assert report["decision_provider"] == "mock" and report["signals"]["primary"] == "code-gen"
+    assert [c["id"] for c in report["candidates"]] == [CHEAP, "cloud/top"]
+    assert upstream.received == []
+
+
+def test_router_metrics_count_requests_costs_and_fall_throughs(stack):
+    gateway, upstream = stack
+    upstream.fail("vendor/cheap-1", "429")
+    openai_client(gateway.url).chat.completions.create(model="auto", messages=MESSAGES)
+    text = httpx.get(f"{gateway.url}/metrics", timeout=10).text
+    assert 'system1_router_fall_throughs_total{model="cloud/cheap"} 1.0' in text
+    assert 'system1_router_requests_total{model="cloud/top",reason="fell through: an earlier candidate failed"} 1.0' in text
+    assert 'system1_router_cost_usd_total{model="cloud/top"}' in text
+    assert 'system1_router_decision_seconds_count{provider="mock"}' in text
