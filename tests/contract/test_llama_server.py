@@ -2,7 +2,8 @@
 pinned sdist (`make contract-envs`), serving two real GGUFs: Gemma 3 270M made into an openjev
 decision model (engines/llama/gemma_model.py; real probabilities, a chance-level judge) and a
 tiny random laya checkpoint converted with engines/llama/convert_laya.py (real code paths,
-meaningless answers). So these tests check shapes, limits, errors and fallbacks, not answers."""
+meaningless answers). So these tests check shapes, limits, errors and fallbacks, not answers.
+The same server is also the router's local chat upstream (`/v1/chat/completions`, `/v1/messages`)."""
 
 from __future__ import annotations
 
@@ -10,13 +11,17 @@ import asyncio
 import subprocess
 from pathlib import Path
 
+import anthropic
+import openai
 import pytest
 
 from system1.core.gateway import Gateway
 from system1.core.lanes import BATCH
 from system1.providers.base import ProviderError, ProviderTimeout, Query
 from system1.providers.llama import LlamaOptions, LlamaProvider
+from tests.fakes.hosted_chat import hosted_chat
 from tests.processes import free_port, server
+from tests.unit.service_harness import running_service
 
 from ..unit.helpers import config_in
 from .conftest import LLAMA, TEAMS, built, choice_and_yes_no, router_questions, venv_tool
@@ -161,3 +166,66 @@ async def test_a_laya_gguf_answers_choices_and_yes_no_through_the_adapter(tiny_l
     assert answers[0].decision in options and len(answers[0].probabilities) == 60
     assert answers[0].model == "tiny-laya.gguf"
     assert answers[1].decision in ("yes", "no")
+
+
+def router_config(llama_url: str, cloud_url: str, private: str, floor: float) -> str:
+    """The router with llama-server as its local tier (Gemma 270M, free) and the fake hosted API
+    as its cloud tier; the mock engine decides (its private answer is always "yes")."""
+    return f'''
+[gateway]
+provider = "mock"
+[router]
+enabled = true
+private = "{private}"
+min_skill = [{floor}, {floor}, {floor}, {floor}]
+[router.upstreams.llama]
+base_url = "{llama_url}"
+apis = ["openai", "anthropic"]
+[router.upstreams.cloud]
+base_url = "{cloud_url}"
+apis = ["openai", "anthropic"]
+local = false
+[[router.models]]
+id = "gemma-local"
+upstream = "llama"
+price = {{ in = 0, out = 0 }}
+default_skill = 0.5
+context = 4096
+[[router.models]]
+id = "cloud/top"
+upstream = "cloud"
+price = {{ in = 5, out = 25 }}
+default_skill = 0.95
+'''
+
+
+def test_the_router_answers_from_llama_server_through_both_sdks_streaming_and_not(gemma, tmp_path):
+    with hosted_chat() as cloud, running_service(tmp_path, router_config(gemma, cloud.url, "ignore", 0.4)) as gateway:
+        chat = openai.OpenAI(base_url=f"{gateway.url}/v1", api_key="unused", max_retries=0, timeout=120)
+        raw = chat.chat.completions.with_raw_response.create(model="auto", max_tokens=8,
+                                                              messages=[{"role": "user", "content": "Say hi"}])
+        assert raw.headers["x-router-model"] == "gemma-local" and raw.parse().choices[0].message.content
+        streamed = list(chat.chat.completions.create(model="auto", max_tokens=8, stream=True,
+                                                     messages=[{"role": "user", "content": "Say hello"}]))
+        assert "".join(c.choices[0].delta.content or "" for c in streamed if c.choices)
+        messages = anthropic.Anthropic(base_url=gateway.url, api_key="unused", max_retries=0, timeout=120)
+        assert messages.messages.create(model="auto", max_tokens=8,
+                                        messages=[{"role": "user", "content": "Say hi"}]).content[0].text
+        with messages.messages.stream(model="auto", max_tokens=8, messages=[{"role": "user", "content": "Hi"}]) as s:
+            assert "".join(s.text_stream)
+        assert cloud.received == []
+
+
+def test_a_private_prompt_under_local_only_stays_on_llama_server(gemma, tmp_path):
+    secret = [{"role": "user", "content": "deploy with AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE, why does it fail?"}]
+    with hosted_chat() as cloud:
+        # Gemma is under the floor: without privacy rules the cloud model answers...
+        with running_service(tmp_path / "open", router_config(gemma, cloud.url, "ignore", 0.9)) as gateway:
+            chat = openai.OpenAI(base_url=f"{gateway.url}/v1", api_key="unused", max_retries=0, timeout=120)
+            raw = chat.chat.completions.with_raw_response.create(model="auto", max_tokens=8, messages=secret)
+            assert raw.headers["x-router-model"] == "cloud/top" and len(cloud.received) == 1
+        # ...and under local_only the prompt never leaves the machine.
+        with running_service(tmp_path / "closed", router_config(gemma, cloud.url, "local_only", 0.9)) as gateway:
+            chat = openai.OpenAI(base_url=f"{gateway.url}/v1", api_key="unused", max_retries=0, timeout=120)
+            raw = chat.chat.completions.with_raw_response.create(model="auto", max_tokens=8, messages=secret)
+            assert raw.headers["x-router-model"] == "gemma-local" and len(cloud.received) == 1
