@@ -200,15 +200,15 @@ default_skill = 0.95
 
 
 def test_the_router_answers_from_llama_server_through_both_sdks_streaming_and_not(gemma, tmp_path):
-    with hosted_chat() as cloud, running_service(tmp_path, router_config(gemma, cloud.url, "ignore", 0.4)) as gateway:
-        chat = openai.OpenAI(base_url=f"{gateway.url}/v1", api_key="unused", max_retries=0, timeout=120)
+    with hosted_chat() as cloud, running_service(tmp_path, router_config(gemma, cloud.url, "ignore", 0.4)) as gateway, \
+            openai.OpenAI(base_url=f"{gateway.url}/v1", api_key="unused", max_retries=0, timeout=120) as chat, \
+            anthropic.Anthropic(base_url=gateway.url, api_key="unused", max_retries=0, timeout=120) as messages:
         raw = chat.chat.completions.with_raw_response.create(model="auto", max_tokens=8,
                                                               messages=[{"role": "user", "content": "Say hi"}])
         assert raw.headers["x-router-model"] == "gemma-local" and raw.parse().choices[0].message.content
         streamed = list(chat.chat.completions.create(model="auto", max_tokens=8, stream=True,
                                                      messages=[{"role": "user", "content": "Say hello"}]))
         assert "".join(c.choices[0].delta.content or "" for c in streamed if c.choices)
-        messages = anthropic.Anthropic(base_url=gateway.url, api_key="unused", max_retries=0, timeout=120)
         assert messages.messages.create(model="auto", max_tokens=8,
                                         messages=[{"role": "user", "content": "Say hi"}]).content[0].text
         with messages.messages.stream(model="auto", max_tokens=8, messages=[{"role": "user", "content": "Hi"}]) as s:
@@ -220,12 +220,12 @@ def test_a_private_prompt_under_local_only_stays_on_llama_server(gemma, tmp_path
     secret = [{"role": "user", "content": "deploy with AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE, why does it fail?"}]
     with hosted_chat() as cloud:
         # Gemma is under the floor: without privacy rules the cloud model answers...
-        with running_service(tmp_path / "open", router_config(gemma, cloud.url, "ignore", 0.9)) as gateway:
-            chat = openai.OpenAI(base_url=f"{gateway.url}/v1", api_key="unused", max_retries=0, timeout=120)
+        with running_service(tmp_path / "open", router_config(gemma, cloud.url, "ignore", 0.9)) as gateway, \
+                openai.OpenAI(base_url=f"{gateway.url}/v1", api_key="unused", max_retries=0, timeout=120) as chat:
             raw = chat.chat.completions.with_raw_response.create(model="auto", max_tokens=8, messages=secret)
             assert raw.headers["x-router-model"] == "cloud/top" and len(cloud.received) == 1
         # ...and under local_only the prompt never leaves the machine.
-        with running_service(tmp_path / "closed", router_config(gemma, cloud.url, "local_only", 0.9)) as gateway:
-            chat = openai.OpenAI(base_url=f"{gateway.url}/v1", api_key="unused", max_retries=0, timeout=120)
+        with running_service(tmp_path / "closed", router_config(gemma, cloud.url, "local_only", 0.9)) as gateway, \
+                openai.OpenAI(base_url=f"{gateway.url}/v1", api_key="unused", max_retries=0, timeout=120) as chat:
             raw = chat.chat.completions.with_raw_response.create(model="auto", max_tokens=8, messages=secret)
             assert raw.headers["x-router-model"] == "gemma-local" and len(cloud.received) == 1

@@ -12,7 +12,9 @@ Faults are queued per model, each used by one request: `"429"`, `"500"`, `"503"`
 (S seconds before the status); `"break"` (a stream that stops after its first event, the
 connection dropped); `"gate"` (a stream that sends its first event, then waits until the test
 sets `gate`: a router that buffered would never deliver the first event). Every request is kept
-(path, headers, body) for the tests to read.
+(path, headers, body) for the tests to read, and `GET /_received` lists the models asked.
+
+    python hosted_chat.py --port 8000     # served on 0.0.0.0, as the stack tests run it
 """
 
 from __future__ import annotations
@@ -147,8 +149,12 @@ def app_for(state: HostedChat) -> Starlette:
 
         return StreamingResponse(stream(), media_type="text/event-stream")
 
+    async def received(request: Request) -> Response:
+        return JSONResponse({"models": state.models_asked()})
+
     return Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"]),
-                             Route("/v1/messages", chat, methods=["POST"])])
+                             Route("/v1/messages", chat, methods=["POST"]),
+                             Route("/_received", received, methods=["GET"])])
 
 
 @contextlib.contextmanager
@@ -175,3 +181,10 @@ def hosted_chat(key: str = "") -> Iterator[HostedChat]:
         thread.join(30)
         sock.close()
 
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--port", type=int, required=True)
+    uvicorn.run(app_for(HostedChat()), host="0.0.0.0", port=parser.parse_args().port, log_config=None)

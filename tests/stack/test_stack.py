@@ -1,7 +1,8 @@
 """What only the containers show: the default stack answers with the real engine, publishes
 on loopback only, serves MCP over `docker exec -i`, survives the loss of its engine, is scraped
 by Prometheus, runs the commands the plugin's skills give it, switches to llama-server in its own
-container with one config change and a reload, and the torch image serves each torch engine."""
+container with one config change and a reload, routes chat between the llama tier and a cloud
+tier (falling through, keeping private prompts local), and the torch image serves each torch engine."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ import os
 import subprocess
 import threading
 
+import anthropic
 import anyio
 import docker
 import httpx
+import openai
 import pytest
 from mcp import Client, StdioServerParameters
 
@@ -271,3 +274,78 @@ def test_the_torch_image_serves_each_torch_engine_from_a_models_directory(engine
     assert reply["answers"]["q0"]["choice"] in TEAMS["options"]
     assert sum(reply["answers"]["q0"]["probabilities"].values()) == pytest.approx(1, abs=1e-3)
     assert 0 <= reply["answers"]["q1"]["noul"] <= 1
+
+
+def _fake_cloud_asked() -> list[str] | None:
+    """The models the fake cloud tier was asked for, read from inside the stack's network (None
+    while it does not answer)."""
+    read = subprocess.run(["docker", "exec", "system1-gateway", "python3", "-c",
+                           "import httpx; print(httpx.get('http://fakecloud:8000/_received', timeout=5).text)"],
+                          capture_output=True, text=True, timeout=60)
+    return json.loads(read.stdout)["models"] if read.returncode == 0 else None
+
+
+ROUTER_TIERS = '''
+[[router.models]]
+id = "cloud/fake"
+upstream = "fakecloud"
+price = { in = 1, out = 2 }
+default_skill = 0.99
+
+[router.upstreams.fakecloud]
+base_url = "http://fakecloud:8000"
+apis = ["openai", "anthropic"]
+local = false
+'''
+
+
+def test_the_router_routes_between_the_llama_tier_and_a_cloud_tier_and_keeps_private_prompts_local(stack, http):
+    compose = [*compose_command(), "--profile", "llama"]
+    env = {**os.environ, "COMPOSE_PROJECT_NAME": "system1"}
+    original = STACK_CONFIG.read_text()
+    subprocess.run([*compose, "up", "-d", "llama"], cwd=ROOT, env=env, check=True, capture_output=True, timeout=300)
+    subprocess.run(["docker", "rm", "-f", "system1-fakecloud"], capture_output=True, timeout=60)
+    fake = ["docker", "run", "-d", "--name", "system1-fakecloud", "--network", "system1_engines", "--network-alias",
+            "fakecloud", "-v", f"{ROOT / 'tests' / 'fakes'}:/fakes:ro", "--entrypoint", "python3", "system1/gateway:dev",
+            "/fakes/hosted_chat.py", "--port", "8000"]
+    subprocess.run(fake, check=True, capture_output=True, timeout=60)
+    chat = openai.OpenAI(base_url="http://127.0.0.1:8080/v1", api_key="unused", max_retries=0, timeout=120)
+    hello = [{"role": "user", "content": "Say hi in three words"}]
+    try:
+        wait_until(lambda: health_status("system1-llama") == "healthy", 180, "system1-llama to be healthy")
+        # The cloud tier clears every floor; the local Gemma tier is the fallback.
+        config = original.replace('fallback_model = "anthropic/claude-sonnet-4.5"', 'fallback_model = "local/gemma-3-270m"')
+        STACK_CONFIG.write_text(config.replace('private = "prefer_local"', 'private = "ignore"') + ROUTER_TIERS)
+        assert in_gateway("reload").returncode == 0
+        wait_until(lambda: _fake_cloud_asked() is not None, 60, "the fake cloud tier to answer")
+        raw = chat.chat.completions.with_raw_response.create(model="auto", max_tokens=8, messages=hello)
+        assert raw.headers["x-router-model"] == "cloud/fake", raw.headers
+        assert raw.parse().choices[0].message.content == "answer from cloud/fake"
+        with anthropic.Anthropic(base_url="http://127.0.0.1:8080", api_key="unused", max_retries=0, timeout=120) as m, \
+                m.messages.stream(model="auto", max_tokens=8, messages=hello) as stream:
+            assert "".join(stream.text_stream) == "answer from cloud/fake"
+        # With the cloud tier gone, the request falls through to llama-server before any byte is sent.
+        subprocess.run(["docker", "stop", "system1-fakecloud"], check=True, capture_output=True, timeout=60)
+        raw = chat.chat.completions.with_raw_response.create(model="auto", max_tokens=8, messages=hello)
+        assert raw.headers["x-router-model"] == "local/gemma-3-270m" and raw.headers["x-router-failed"] == "cloud/fake"
+        assert raw.parse().choices[0].message.content
+        # Under local_only, a prompt holding a credential never reaches the cloud tier.
+        subprocess.run(["docker", "start", "system1-fakecloud"], check=True, capture_output=True, timeout=60)
+        STACK_CONFIG.write_text(config.replace('private = "prefer_local"', 'private = "local_only"') + ROUTER_TIERS)
+        assert in_gateway("reload").returncode == 0
+        wait_until(lambda: _fake_cloud_asked() is not None, 60, "the fake cloud tier to answer again")
+        asked_before = _fake_cloud_asked()
+        secret = [{"role": "user", "content": "Why does `AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE terraform apply` fail?"}]
+        raw = chat.chat.completions.with_raw_response.create(model="auto", max_tokens=8, messages=secret)
+        assert raw.headers["x-router-model"] == "local/gemma-3-270m"
+        assert _fake_cloud_asked() == asked_before
+        log = subprocess.run(["docker", "exec", "system1-gateway", "tail", "-n", "1", "/var/lib/system1/logs/router.jsonl"],
+                             capture_output=True, text=True, timeout=60)
+        entry = json.loads(log.stdout)
+        assert entry["findings"] == ["secret: AWS Access Key"] and "AKIA" not in log.stdout
+    finally:
+        chat.close()
+        STACK_CONFIG.write_text(original)
+        in_gateway("reload")
+        subprocess.run(["docker", "rm", "-f", "system1-fakecloud"], capture_output=True, timeout=60)
+        subprocess.run([*compose, "rm", "-sf", "llama"], cwd=ROOT, env=env, capture_output=True, timeout=120)

@@ -113,6 +113,8 @@ def test_fall_through_order_is_the_next_best_then_the_fallback_model():
     escalated = route(seed_catalogue(fallback_model=DEEPSEEK, retries=2), outage, NPE_NEEDS)
     assert escalated.order == [OPUS, SONNET, DEEPSEEK]  # by skill, as nobody clears the floor; then the fallback
     assert route(seed_catalogue(retries=0), NPE, NPE_NEEDS).order == [SONNET]
+    alone = route(seed_catalogue(fallback_model=GEMMA), NPE, NPE_NEEDS, Live(unavailable={OPUS: "down"}))
+    assert alone.order == [SONNET, GEMMA]  # one model over the floor, then the fallback below it
 
 
 def test_an_unavailable_upstream_is_skipped_with_its_reason():

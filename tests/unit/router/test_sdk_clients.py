@@ -68,7 +68,8 @@ def anthropic_client(url: str, key: str = GATEWAY_KEY) -> anthropic.Anthropic:
 
 def test_the_openai_sdk_gets_the_routed_models_answer(stack):
     gateway, upstream = stack
-    raw = openai_client(gateway.url).chat.completions.with_raw_response.create(model="auto", messages=MESSAGES)
+    with openai_client(gateway.url) as client:
+        raw = client.chat.completions.with_raw_response.create(model="auto", messages=MESSAGES)
     completion = raw.parse()
     assert completion.choices[0].message.content == reply_text("vendor/cheap-1")
     assert raw.headers["x-router-model"] == CHEAP and raw.headers["x-router-topic"] == "code-gen"
@@ -77,7 +78,8 @@ def test_the_openai_sdk_gets_the_routed_models_answer(stack):
 
 def test_the_openai_sdk_streams_through_the_router(stack):
     gateway, _ = stack
-    chunks = list(openai_client(gateway.url).chat.completions.create(model="auto", messages=MESSAGES, stream=True))
+    with openai_client(gateway.url) as client:
+        chunks = list(client.chat.completions.create(model="auto", messages=MESSAGES, stream=True))
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text == reply_text("vendor/cheap-1")
     assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == 7
@@ -85,11 +87,11 @@ def test_the_openai_sdk_streams_through_the_router(stack):
 
 def test_the_anthropic_sdk_gets_the_routed_models_answer_streaming_and_not(stack):
     gateway, upstream = stack
-    client = anthropic_client(gateway.url)
-    message = client.messages.create(model="auto", max_tokens=64, messages=MESSAGES)
+    with anthropic_client(gateway.url) as client:
+        message = client.messages.create(model="auto", max_tokens=64, messages=MESSAGES)
+        with client.messages.stream(model="auto", max_tokens=64, messages=MESSAGES) as stream:
+            streamed = "".join(stream.text_stream)
     assert message.content[0].text == reply_text("vendor/cheap-1")
-    with client.messages.stream(model="auto", max_tokens=64, messages=MESSAGES) as stream:
-        streamed = "".join(stream.text_stream)
     assert streamed == reply_text("vendor/cheap-1")
     assert all(r.path == "/v1/messages" and r.headers["x-api-key"] == UPSTREAM_KEY for r in upstream.received)
 
@@ -98,33 +100,35 @@ def test_when_every_candidate_fails_each_sdk_raises_its_own_error_naming_them(st
     gateway, upstream = stack
     upstream.fail("vendor/cheap-1", "503", "503")
     upstream.fail("cloud/top", "500", "500")
-    with pytest.raises(openai.APIStatusError) as from_openai:
-        openai_client(gateway.url).chat.completions.create(model="auto", messages=MESSAGES)
+    with openai_client(gateway.url) as client, pytest.raises(openai.APIStatusError) as from_openai:
+        client.chat.completions.create(model="auto", messages=MESSAGES)
     assert from_openai.value.status_code == 502 and "every candidate failed" in from_openai.value.message
     assert from_openai.value.response.headers["x-router-failed"] == "cloud/cheap (HTTP 503), cloud/top (HTTP 500)"
-    with pytest.raises(anthropic.APIStatusError) as from_anthropic:
-        anthropic_client(gateway.url).messages.create(model="auto", max_tokens=64, messages=MESSAGES)
+    with anthropic_client(gateway.url) as client, pytest.raises(anthropic.APIStatusError) as from_anthropic:
+        client.messages.create(model="auto", max_tokens=64, messages=MESSAGES)
     assert from_anthropic.value.status_code == 502 and "every candidate failed" in str(from_anthropic.value)
 
 
 def test_a_catalogue_model_named_by_the_client_is_passed_through(stack):
     gateway, upstream = stack
-    raw = openai_client(gateway.url).chat.completions.with_raw_response.create(model="cloud/top", messages=MESSAGES)
+    with openai_client(gateway.url) as client:
+        raw = client.chat.completions.with_raw_response.create(model="cloud/top", messages=MESSAGES)
     assert raw.parse().choices[0].message.content == reply_text("cloud/top")
     assert raw.headers["x-router-reason"].startswith("passed through")
 
 
 def test_models_lists_the_aliases_and_the_catalogue(stack):
     gateway, _ = stack
-    assert [m.id for m in openai_client(gateway.url).models.list()] == ["auto", CHEAP, "cloud/top"]
+    with openai_client(gateway.url) as client:
+        assert [m.id for m in client.models.list()] == ["auto", CHEAP, "cloud/top"]
 
 
 def test_gateway_keys_are_required_as_a_bearer_or_as_x_api_key(stack):
     gateway, upstream = stack
-    with pytest.raises(openai.AuthenticationError):
-        openai_client(gateway.url, key="wrong").chat.completions.create(model="auto", messages=MESSAGES)
-    with pytest.raises(anthropic.AuthenticationError):
-        anthropic_client(gateway.url, key="wrong").messages.create(model="auto", max_tokens=64, messages=MESSAGES)
+    with openai_client(gateway.url, key="wrong") as client, pytest.raises(openai.AuthenticationError):
+        client.chat.completions.create(model="auto", messages=MESSAGES)
+    with anthropic_client(gateway.url, key="wrong") as client, pytest.raises(anthropic.AuthenticationError):
+        client.messages.create(model="auto", max_tokens=64, messages=MESSAGES)
     assert upstream.received == []
 
 
@@ -142,7 +146,8 @@ def test_the_dry_run_answers_without_calling_any_chat_model(stack):
 def test_router_metrics_count_requests_costs_and_fall_throughs(stack):
     gateway, upstream = stack
     upstream.fail("vendor/cheap-1", "429")
-    openai_client(gateway.url).chat.completions.create(model="auto", messages=MESSAGES)
+    with openai_client(gateway.url) as client:
+        client.chat.completions.create(model="auto", messages=MESSAGES)
     text = httpx.get(f"{gateway.url}/metrics", timeout=10).text
     assert 'system1_router_fall_throughs_total{model="cloud/cheap"} 1.0' in text
     assert 'system1_router_requests_total{model="cloud/top",reason="fell through: an earlier candidate failed"} 1.0' in text

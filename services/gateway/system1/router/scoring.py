@@ -177,12 +177,15 @@ def route(settings: RouterSettings, signals: Signals, needs: Needs, live: Live =
 
 def _fall_through(ranked: list[str], below_floor: list[str], settings: RouterSettings) -> list[str]:
     """The first `retries + 1` of the ranked models (those over the floor, or when none is, the
-    capable ones by skill); the fallback model, when capable, takes the last place if it is not
-    among them (never the first: that is the choice)."""
+    capable ones by skill), with the fallback model, when capable, in the last place if it is
+    not among them (never the first: that is the choice)."""
     order = ranked[: settings.retries + 1]
     fallback = settings.fallback_model
-    if fallback in ranked + below_floor and fallback not in order and len(order) > 1:
-        order[-1] = fallback
+    if settings.retries and fallback in ranked + below_floor and fallback not in order:
+        if len(order) > settings.retries:
+            order[-1] = fallback
+        else:
+            order.append(fallback)
     return order
 
 
