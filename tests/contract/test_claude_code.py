@@ -1,7 +1,7 @@
 """The plugin in the real Claude Code CLI (the `claude` binary bundled in PyPI's
 `claude-agent-sdk` wheel), with a throwaway HOME, a local stand-in for the Messages API and a
 gateway service on the mock engine: installed from this clone as a user installs it, its hooks
-run by Claude Code itself."""
+run by Claude Code itself; and the CLI pointed at the gateway's `model: auto` router."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import sys
 
 import pytest
 
+from tests.fakes.hosted_chat import hosted_chat, reply_text
 from tests.processes import free_port, server
 
 from .conftest import ROOT, VENVS
@@ -120,3 +121,47 @@ def test_make_unregister_removes_the_mcp_server_the_readme_registers(claude):
     done = subprocess.run(["make", "-s", "-C", str(ROOT), "unregister"], env=on_path, capture_output=True, text=True, timeout=60)
     assert "unregistered the system1 MCP server" in done.stdout, done.stdout + done.stderr
     assert subprocess.run([*mcp, "get", "system1"], env=env, cwd=env["HOME"], capture_output=True, timeout=60).returncode != 0
+
+
+def test_claude_code_pointed_at_the_router_gets_the_routed_models_answer(claude, tmp_path):
+    """`ANTHROPIC_BASE_URL` at the gateway and `model: auto`: the router decides (mock engine)
+    and forwards to the cloud tier, here the fake hosted API, which only the gateway's key opens."""
+    binary, env = claude
+    with hosted_chat(key="sk-upstream-only") as upstream:
+        state = tmp_path / "gateway"
+        state.mkdir()
+        (state / "config.toml").write_text(f'''[gateway]
+provider = "mock"
+[learning]
+enabled = false
+[router]
+enabled = true
+private = "ignore"
+[router.upstreams.cloud]
+base_url = "{upstream.url}"
+apis = ["anthropic"]
+api_key_env = "CLOUD_KEY"
+local = false
+[[router.models]]
+id = "cloud/sonnet"
+upstream = "cloud"
+price = {{ in = 3, out = 15 }}
+default_skill = 0.9
+context = 200000
+tools = true
+''')
+        port = free_port()
+        served = {"SYSTEM1_CONFIG": str(state / "config.toml"), "SYSTEM1_INSTALL_DIR": str(state / "state"),
+                   "CLOUD_KEY": "sk-upstream-only"}
+        with server([sys.executable, "-m", "system1", "serve", "--port", str(port)], f"http://127.0.0.1:{port}/readyz",
+                    served):
+            done = subprocess.run(
+                [binary, "-p", "Say hi", "--output-format", "json"],
+                env={**env, "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}", "ANTHROPIC_API_KEY": "sk-client-key",
+                     "ANTHROPIC_MODEL": "auto", "ANTHROPIC_SMALL_FAST_MODEL": "auto",
+                     "ANTHROPIC_DEFAULT_HAIKU_MODEL": "auto"},
+                cwd=tmp_path, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert json.loads(done.stdout)["result"] == reply_text("cloud/sonnet")
+    assert upstream.received and all(r.headers["x-api-key"] == "sk-upstream-only" for r in upstream.received)
+    assert all(r.body["model"] == "cloud/sonnet" for r in upstream.received)

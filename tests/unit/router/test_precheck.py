@@ -127,6 +127,10 @@ def test_an_unreadable_body_is_an_error_naming_the_field(body, field):
     assert caught.value.message == field
 
 
-def test_anthropic_roles_are_user_and_assistant_only():
-    with pytest.raises(RequestError, match=r'messages\[0\].role: must be "user" or "assistant"'):
-        from_anthropic({"model": "auto", "messages": [{"role": "system", "content": "x"}]})
+def test_anthropic_roles_are_user_assistant_and_system_messages_join_the_system_prompt():
+    with pytest.raises(RequestError, match=r'messages\[0\].role: must be "user", "assistant" or "system"'):
+        from_anthropic({"model": "auto", "messages": [{"role": "tool", "content": "x"}]})
+    # As Claude Code sends them: a system message between the turns.
+    conversation = from_anthropic({"model": "auto", "system": "be brief", "messages": [
+        {"role": "user", "content": "hi"}, {"role": "system", "content": "the date is today"}]})
+    assert conversation.system == "be brief\nthe date is today" and conversation.turns == (("user", "hi"),)

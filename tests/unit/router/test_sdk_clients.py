@@ -153,3 +153,10 @@ def test_router_metrics_count_requests_costs_and_fall_throughs(stack):
     assert 'system1_router_requests_total{model="cloud/top",reason="fell through: an earlier candidate failed"} 1.0' in text
     assert 'system1_router_cost_usd_total{model="cloud/top"}' in text
     assert 'system1_router_decision_seconds_count{provider="mock"}' in text
+
+
+def test_anthropics_token_count_is_the_routers_estimate(stack):
+    gateway, upstream = stack
+    with anthropic_client(gateway.url) as client:
+        counted = client.messages.count_tokens(model="auto", messages=MESSAGES)
+    assert 8 <= counted.input_tokens <= 20 and upstream.received == []

@@ -137,13 +137,17 @@ def from_anthropic(body: Any) -> Conversation:
     """`POST /v1/messages`: the system prompt is its own field (a string or text blocks)."""
     body, model, messages = _common(body)
     reader = _Reader()
-    system = reader.content(body.get("system"), "system")
+    system = [reader.content(body.get("system"), "system")]
     turns = []
     for i, raw in enumerate(messages):
         message = _object(raw, f"messages[{i}]")
         role = _string(message.get("role"), f"messages[{i}].role")
-        if role not in ("user", "assistant"):
-            raise RequestError(f"messages[{i}].role: must be \"user\" or \"assistant\", not {role!r}")
-        turns.append((role, reader.content(message.get("content"), f"messages[{i}].content")))
-    return Conversation("anthropic", model, system, tuple(turns), bool(body.get("tools")), reader.images,
+        text = reader.content(message.get("content"), f"messages[{i}].content")
+        if role == "system":  # Claude Code sends some instructions as system messages between turns
+            system.append(text)
+        elif role in ("user", "assistant"):
+            turns.append((role, text))
+        else:
+            raise RequestError(f"messages[{i}].role: must be \"user\", \"assistant\" or \"system\", not {role!r}")
+    return Conversation("anthropic", model, "\n".join(filter(None, system)), tuple(turns), bool(body.get("tools")), reader.images,
                         bool(body.get("stream")), reader.opaque_chars)

@@ -1,5 +1,5 @@
 """The router's front doors: OpenAI's `POST /v1/chat/completions` and `GET /v1/models`,
-Anthropic's `POST /v1/messages`, and the dry run `POST /v1/router/route` (`?api=anthropic` for an
+Anthropic's `POST /v1/messages` (and `/v1/messages/count_tokens`, an estimate), and the dry run `POST /v1/router/route` (`?api=anthropic` for an
 Anthropic body), which answers the plan without calling any chat model.
 
 Errors come in the client's API's own shape, so its SDK raises its usual exception.
@@ -13,6 +13,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from ..core.schema import RequestError
+from ..router.precheck import input_tokens
 from ..router.service import RouterError, error_body
 from .routes import ServiceDep, read_json
 
@@ -47,6 +48,17 @@ async def chat_completions(request: Request, service: ServiceDep) -> Response:
 async def messages(request: Request, service: ServiceDep) -> Response:
     """Anthropic-compatible, for clients that set `ANTHROPIC_BASE_URL`."""
     return await _chat(request, service, "anthropic")
+
+
+@router_routes.post("/v1/messages/count_tokens")
+async def count_tokens(request: Request, service: ServiceDep) -> JSONResponse:
+    """Anthropic's token count, answered here with the router's own estimate (which errs high)
+    for any model: which model will answer is not known before routing."""
+    try:
+        conversation = service.router.conversation("anthropic", await read_json(request))
+    except (RouterError, RequestError) as exc:
+        return _error("anthropic", exc)
+    return JSONResponse({"input_tokens": input_tokens(conversation)})
 
 
 @router_routes.post("/v1/router/route")
