@@ -64,6 +64,7 @@ async def test_the_chosen_model_answers_with_the_routers_headers(upstream, tmp_p
     assert reply.headers["x-router-model"] == CHEAP and reply.headers["x-router-reason"] == plan.reason
     assert (reply.headers["x-router-topic"], reply.headers["x-router-complexity"], reply.headers["x-router-risk"]) == \
         ("debugging", "2", "1")
+    assert float(reply.headers["x-router-decision-ms"]) >= 0
     [received] = upstream.received
     assert received.body["model"] == "vendor/cheap-1"  # the upstream's own name for the model
     assert received.body["reasoning_effort"] == "medium"  # complexity 2, and the client set none
@@ -161,13 +162,16 @@ async def test_usage_is_priced_into_todays_spend_and_a_spent_budget_takes_the_mo
     await router.answer(plan, chat(), {}, "alice")
     spent = 11 * 4 / 1e6 + 7 * 8 / 1e6  # the fake's usage at TOP's prices
     assert router.spend.today[TOP] == pytest.approx(spent)
-    saved = json.loads((tmp_path / "state" / "router" / "spend.json").read_text())
-    assert saved["spent_usd"][TOP] == pytest.approx(spent)
     again = await router.plan("openai", chat(messages=[{"role": "user", "content": "another question"}]), "bob",
                               top_only, always_local)
     assert again.model != TOP
     assert {c["id"]: c.get("why", "") for c in again.report()["candidates"]}[TOP].startswith("over its daily budget")
-    await router.aclose()
+    await router.aclose()  # saves what is pending
+    saved = json.loads((tmp_path / "state" / "router" / "spend.json").read_text())
+    assert saved["spent_usd"][TOP] == pytest.approx(spent)
+    restarted = router_for(catalogue(upstream.url), tmp_path)
+    assert restarted.spend.today[TOP] == pytest.approx(spent)  # a restart keeps today's spend
+    await restarted.aclose()
 
 
 async def test_a_streams_usage_is_read_as_it_passes(upstream, tmp_path):

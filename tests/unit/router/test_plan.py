@@ -3,6 +3,8 @@ and privacy, as the dry run reports them."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from system1.router.catalogue import RouterSettings
@@ -173,3 +175,34 @@ async def test_no_model_for_the_request_is_a_clear_400(tmp_path, monkeypatch):
         await router.plan("openai", huge, "alice", Scripted(), always_local)
     assert caught.value.status == 400 and "context too small" in caught.value.message
     await router.aclose()
+
+
+async def test_a_dry_run_neither_sets_nor_refreshes_a_conversations_model(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-test")
+    decider = Scripted()
+    router = router_for(settings(), tmp_path)
+    dry = await router.plan("openai", body(), "alice", decider, always_local, remember=False)
+    real = await router.plan("openai", body(), "alice", decider, always_local)
+    assert not dry.sticky and not real.sticky and len(decider.asked) == 2
+    again = await router.plan("openai", body(), "alice", decider, always_local, remember=False)
+    assert again.sticky  # the real request's model is what a dry run reports
+    await router.aclose()
+
+
+async def test_spend_is_saved_soon_after_a_change_and_a_new_day_starts_at_zero(tmp_path, monkeypatch):
+    import datetime
+
+    from system1.router import state
+
+    monkeypatch.setattr(state, "SAVE_DELAY_S", 0.01)
+    day = [datetime.date(2026, 12, 1)]
+    spend = state.Spend(tmp_path / "spend.json", day=lambda: day[0])
+    spend.add("m", 0.5)
+    spend.add("m", 0.25)
+    for _ in range(200):  # bounded: the save runs on a worker thread
+        if (tmp_path / "spend.json").exists():
+            break
+        await asyncio.sleep(0.01)
+    assert state.Spend(tmp_path / "spend.json", day=lambda: day[0]).today == {"m": 0.75}
+    day[0] = datetime.date(2026, 12, 2)
+    assert state.Spend(tmp_path / "spend.json", day=lambda: day[0]).today == {}

@@ -138,6 +138,7 @@ class Router:
 
     async def aclose(self) -> None:
         await self.client.aclose()
+        self.spend.close()
         if self.log is not None:
             self.log.close()
 
@@ -148,9 +149,10 @@ class Router:
         return READERS[api](body)
 
     async def plan(self, api: str, body: Any, client: str, decider: Decider,
-                   decision_stays_local: Callable[[str | None], bool]) -> Plan:
+                   decision_stays_local: Callable[[str | None], bool], remember: bool = True) -> Plan:
         """`decision_stays_local(provider or None for the chain)`: whether asking it keeps the
-        prompt on this machine."""
+        prompt on this machine. A dry run (`remember` False) reads a conversation's model but
+        does not set or refresh it."""
         settings = self.settings
         conversation = self.conversation(api, body)
         check = precheck(conversation, settings.phone_regions)
@@ -167,7 +169,8 @@ class Router:
             if remembered in usable:
                 model = settings.model(remembered)
                 order = [(model, model.upstream, kept.reasoning_effort)]
-                self.sticky.put(key, remembered)
+                if remember:
+                    self.sticky.put(key, remembered)
                 return Plan(request_id, api, conversation, check, order, STICKY, kept, sticky=True)
         private = needs.private
         may_leave = settings.private != "local_only" or not private or decision_stays_local(provider_for(settings, private))
@@ -179,7 +182,8 @@ class Router:
         if chosen.model is None:
             status, kind = (403, "permission_error") if chosen.local_only else (400, "invalid_request_error")
             raise RouterError(status, kind, chosen.reason)
-        self.sticky.put(key, chosen.model)
+        if remember:
+            self.sticky.put(key, chosen.model)
         order = [(settings.model(m), settings.model(m).upstream, chosen.reasoning_effort) for m in chosen.order]
         return Plan(request_id, api, conversation, check, order, chosen.reason, chosen, asked)
 
@@ -238,6 +242,8 @@ class Router:
             signals = plan.asked.signals if plan.asked else UNKNOWN
             headers |= {"x-router-topic": signals.primary or "unknown", "x-router-complexity": str(plan.route.complexity),
                         "x-router-risk": str(plan.route.risk)}
+        if plan.asked is not None and plan.asked.provider:
+            headers["x-router-decision-ms"] = f"{plan.asked.latency_ms:.1f}"
         if forwarded is not None and forwarded.failed:
             headers["x-router-failed"] = ", ".join(a.model for a in forwarded.failed)
         return {k: header_value(v) for k, v in headers.items()}

@@ -5,9 +5,11 @@ upstreams report and kept in the state volume so a restart does not reset a budg
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -17,6 +19,8 @@ from pathlib import Path
 logger = logging.getLogger(__name__)
 #: Conversations remembered at most (the oldest is forgotten first).
 MAX_CONVERSATIONS = 100_000
+#: How long a change of spend waits before it is saved (changes in between are saved together).
+SAVE_DELAY_S = 1.0
 
 
 def today() -> date:
@@ -66,13 +70,15 @@ class InFlight:
 
 
 class Spend:
-    """US dollars spent per model today (UTC), in `<state>/router/spend.json`, rewritten whole
-    (atomically) on each change; a new day starts from nothing."""
+    """US dollars spent per model today (UTC), in `<state>/router/spend.json`. A change is saved
+    at most `SAVE_DELAY_S` later, off the event loop and whole (atomically), and at `close`; a
+    new day starts from nothing."""
 
     def __init__(self, path: Path, day: Callable[[], date] = today) -> None:
         self.path = path
         self._day = day
         self._date, self._spent = self._load()
+        self._pending: asyncio.TimerHandle | None = None
 
     def _load(self) -> tuple[date, dict[str, float]]:
         try:
@@ -96,10 +102,31 @@ class Spend:
             return
         spent = self.today
         spent[model] = spent.get(model, 0.0) + usd
+        if self._pending is not None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop (a script, a test): save now
+            self._write(self._date, dict(spent))
+            return
+        self._pending = loop.call_later(SAVE_DELAY_S, self._save_soon, loop)
+
+    def _save_soon(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._pending = None
+        loop.run_in_executor(None, self._write, self._date, dict(self._spent))
+
+    def close(self) -> None:
+        """Save what is not saved yet (the service is stopping)."""
+        if self._pending is not None:
+            self._pending.cancel()
+            self._pending = None
+            self._write(self._date, dict(self._spent))
+
+    def _write(self, day: date, spent: dict[str, float]) -> None:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            temporary = self.path.with_suffix(".tmp")
-            temporary.write_text(json.dumps({"date": self._date.isoformat(), "spent_usd": spent}), encoding="utf-8")
+            temporary = self.path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
+            temporary.write_text(json.dumps({"date": day.isoformat(), "spent_usd": spent}), encoding="utf-8")
             os.replace(temporary, self.path)
         except OSError as exc:  # the request was answered; only the record is lost
             logger.error("router spend could not be saved to %s: %s", self.path, exc)

@@ -63,9 +63,10 @@ async def count_tokens(request: Request, service: ServiceDep) -> JSONResponse:
 
 @router_routes.post("/v1/router/route")
 async def dry_run(request: Request, service: ServiceDep, api: Literal["openai", "anthropic"] = "openai") -> JSONResponse:
-    """The plan for a chat request: model, reason, signals, needs, floor and every candidate."""
+    """The plan for a chat request: model, reason, signals, needs, floor and every candidate
+    (a conversation's model is read, never set, by a dry run)."""
     try:
-        plan = await service.plan_route(api, await read_json(request), request.state.system1_client)
+        plan = await service.plan_route(api, await read_json(request), request.state.system1_client, remember=False)
     except (RouterError, RequestError) as exc:
         return _error(api, exc)
     return JSONResponse(plan.report(), headers=service.router.headers_for(plan, None))

@@ -172,14 +172,15 @@ class Service:
             self.request_log.record(decision, client, payload)
         return decision
 
-    async def plan_route(self, api: str, body: Any, client: str) -> Plan:
-        """The router's plan for a chat request, its decision asked of this core."""
+    async def plan_route(self, api: str, body: Any, client: str, remember: bool = True) -> Plan:
+        """The router's plan for a chat request, its decision asked of this core (`remember`
+        False for a dry run: the conversation's model is not set)."""
         async with self._use() as gateway:
             def stays_local(name: str | None) -> bool:
                 names = [name] if name else gateway.chain.names
                 return all(gateway.providers[n].local for n in names if n in gateway.providers)
 
-            return await self.router.plan(api, body, client, gateway, stays_local)
+            return await self.router.plan(api, body, client, gateway, stays_local, remember)
 
     async def feedback(self, payload: Any, client: str) -> dict[str, Any]:
         """Label a remembered decision (the client is recorded as the label's source)."""
