@@ -21,7 +21,8 @@ from .conftest import MINILM_PORT, TALLY
 EXAMPLES = 200  # per operation and engine: bounded, about a minute in all
 # Schemathesis' ASGI client calls itself `testserver`.
 SERVICE = '[service]\nallowed_hosts = ["testserver"]\n'
-MOCK = '[gateway]\nprovider = "mock"\n'
+# The router is on, with no models: every body it can read gets the 400 that says so.
+MOCK = '[gateway]\nprovider = "mock"\n[router]\nenabled = true\n'
 MINILM = (f'[gateway]\nprovider = "systemone"\ntimeout_s = 10\n[providers.systemone]\n'
           f'endpoint = "http://127.0.0.1:{MINILM_PORT}"\nbatch = true\n')
 # What JSON Schema cannot say is left out: a valid request may still be refused for its work

@@ -15,9 +15,20 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from ..core.schema import RequestError
 from ..router.precheck import input_tokens
 from ..router.service import RouterError, error_body
-from .routes import ServiceDep, read_json
+from .routes import NOT_JSON, REFUSALS, ServiceDep, read_json
 
-router_routes = APIRouter()
+# Errors in the client API's shape (OpenAI's `{"error": {…}}` or Anthropic's `{"type": "error", …}`).
+_API_ERROR = {"content": {"application/json": {"schema": {"type": "object"}}}}
+CHAT_ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"description": "the body cannot be read (the message names the field), or no model can take it", **_API_ERROR},
+    403: {"description": "a private prompt may not reach the models that could take it (private = local_only)",
+          **_API_ERROR},
+    404: {"description": "the router is off, or the model is neither routed nor configured", **_API_ERROR},
+    429: {"description": "every candidate answered 429", **_API_ERROR},
+    502: {"description": "every candidate failed; X-Router-Failed names them", **_API_ERROR},
+}
+CHAT_BODY = {"requestBody": {"required": True, "content": {"application/json": {"schema": {"type": "object"}}}}}
+router_routes = APIRouter(responses=REFUSALS | NOT_JSON)
 
 
 def _error(api: str, error: RouterError | RequestError) -> JSONResponse:
@@ -38,19 +49,19 @@ async def _chat(request: Request, service: ServiceDep, api: str) -> Response:
     return Response(reply.body, status_code=reply.status, headers=reply.headers)
 
 
-@router_routes.post("/v1/chat/completions")
+@router_routes.post("/v1/chat/completions", responses=CHAT_ERRORS, openapi_extra=CHAT_BODY)
 async def chat_completions(request: Request, service: ServiceDep) -> Response:
     """OpenAI-compatible: `model: "auto"` (or an alias) is routed; another name is passed through."""
     return await _chat(request, service, "openai")
 
 
-@router_routes.post("/v1/messages")
+@router_routes.post("/v1/messages", responses=CHAT_ERRORS, openapi_extra=CHAT_BODY)
 async def messages(request: Request, service: ServiceDep) -> Response:
     """Anthropic-compatible, for clients that set `ANTHROPIC_BASE_URL`."""
     return await _chat(request, service, "anthropic")
 
 
-@router_routes.post("/v1/messages/count_tokens")
+@router_routes.post("/v1/messages/count_tokens", responses=CHAT_ERRORS, openapi_extra=CHAT_BODY)
 async def count_tokens(request: Request, service: ServiceDep) -> JSONResponse:
     """Anthropic's token count, answered here with the router's own estimate (which errs high)
     for any model: which model will answer is not known before routing."""
@@ -61,7 +72,7 @@ async def count_tokens(request: Request, service: ServiceDep) -> JSONResponse:
     return JSONResponse({"input_tokens": input_tokens(conversation)})
 
 
-@router_routes.post("/v1/router/route")
+@router_routes.post("/v1/router/route", responses=CHAT_ERRORS | {422: {"description": "api is not openai or anthropic"}}, openapi_extra=CHAT_BODY)
 async def dry_run(request: Request, service: ServiceDep, api: Literal["openai", "anthropic"] = "openai") -> JSONResponse:
     """The plan for a chat request: model, reason, signals, needs, floor and every candidate
     (a conversation's model is read, never set, by a dry run)."""
