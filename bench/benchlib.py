@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import signal
 import socket
+import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import httpx
 
@@ -31,3 +35,21 @@ def wait_http(url: str, timeout_s: float = 30) -> None:
             pass
         time.sleep(0.1)
     raise RuntimeError(f"{url} did not come up")
+
+
+@contextmanager
+def process(args: list[str], env: dict[str, str] | None = None, ready_url: str | None = None,
+            ready_timeout_s: float = 30) -> Iterator[subprocess.Popen]:
+    """A process started quietly, waited on until `ready_url` answers, stopped at the end."""
+    proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        if ready_url:
+            wait_http(ready_url, ready_timeout_s)
+        yield proc
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

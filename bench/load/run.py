@@ -17,7 +17,6 @@ import os
 import platform
 import re
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -31,7 +30,7 @@ import httpx
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from benchlib import free_port, percentile, wait_http  # noqa: E402
+from benchlib import free_port, percentile, process  # noqa: E402
 SEED = {"question": "Rerun the flaky pipeline or block the merge?", "options": ["rerun the pipeline", "block the merge"]}
 INTERACTIVE_Q = {"question": "Is this command destructive: rm -rf build/?"}
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -48,22 +47,6 @@ def rss_mb(pid: int, field: str = "VmRSS") -> float:
         if line.startswith(field + ":"):
             return int(line.split()[1]) / 1024
     return float("nan")
-
-
-@contextmanager
-def process(args: list[str], env: dict[str, str] | None = None, ready_url: str | None = None):
-    proc = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        if ready_url:
-            wait_http(ready_url)
-        yield proc
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 @contextmanager

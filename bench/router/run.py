@@ -22,7 +22,6 @@ import os
 import platform
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -35,7 +34,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path[:0] = [str(HERE.parent), str(ROOT), str(ROOT / "services" / "gateway")]
 
-from benchlib import free_port, percentile, wait_http  # noqa: E402
+from benchlib import free_port, percentile, process  # noqa: E402
 from system1.router.catalogue import RouterSettings  # noqa: E402
 from system1.router.conversation import from_openai  # noqa: E402
 from system1.router.precheck import precheck  # noqa: E402
@@ -88,35 +87,27 @@ def local_work(rounds: int) -> dict:
 
 
 @contextmanager
-def gateway(config: str, env: dict[str, str] | None = None):
+def gateway(config: str):
     state = Path(tempfile.mkdtemp(prefix="system1-router-bench-"))
     (state / "config.toml").write_text(config)
     port = free_port()
     environment = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
                    "SYSTEM1_CONFIG": str(state / "config.toml"), "SYSTEM1_INSTALL_DIR": str(state),
-                   "SYSTEM1_LOG_LEVEL": "WARNING", **(env or {})}
-    proc = subprocess.Popen([sys.executable, "-m", "system1", "serve", "--port", str(port)], env=environment,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                   "SYSTEM1_LOG_LEVEL": "WARNING"}
     try:
-        wait_http(f"http://127.0.0.1:{port}/readyz", 60)
-        yield f"http://127.0.0.1:{port}"
+        with process([sys.executable, "-m", "system1", "serve", "--port", str(port)], environment,
+                     f"http://127.0.0.1:{port}/readyz", 60):
+            yield f"http://127.0.0.1:{port}"
     finally:
-        proc.terminate()
-        proc.wait(30)
         shutil.rmtree(state, ignore_errors=True)
 
 
 @contextmanager
 def minilm_engine():
     port = free_port()
-    proc = subprocess.Popen([sys.executable, str(ROOT / "engines" / "systemone" / "serve.py"), "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_http(f"http://127.0.0.1:{port}/health", 120)
+    with process([sys.executable, str(ROOT / "engines" / "systemone" / "serve.py"), "--port", str(port)],
+                 ready_url=f"http://127.0.0.1:{port}/health", ready_timeout_s=120):
         yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        proc.wait(30)
 
 
 def router_config(engine: str, engine_url: str, upstream_url: str) -> str:

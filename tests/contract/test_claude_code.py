@@ -15,6 +15,7 @@ import pytest
 from tests.fakes.hosted_chat import hosted_chat, reply_text
 from tests.processes import free_port, server
 
+from ..unit.router.catalogues import router_toml
 from .conftest import ROOT, VENVS
 from .messages_api import messages_api
 
@@ -130,26 +131,10 @@ def test_claude_code_pointed_at_the_router_gets_the_routed_models_answer(claude,
     with hosted_chat(key="sk-upstream-only") as upstream:
         state = tmp_path / "gateway"
         state.mkdir()
-        (state / "config.toml").write_text(f'''[gateway]
-provider = "mock"
-[learning]
-enabled = false
-[router]
-enabled = true
-private = "ignore"
-[router.upstreams.cloud]
-base_url = "{upstream.url}"
-apis = ["anthropic"]
-api_key_env = "CLOUD_KEY"
-local = false
-[[router.models]]
-id = "cloud/sonnet"
-upstream = "cloud"
-price = {{ in = 3, out = 15 }}
-default_skill = 0.9
-context = 200000
-tools = true
-''')
+        cloud = {"base_url": upstream.url, "apis": ["anthropic"], "api_key_env": "CLOUD_KEY", "local": False}
+        model = {"id": "cloud/sonnet", "upstream": "cloud", "price": {"in": 3, "out": 15}, "default_skill": 0.9,
+                 "context": 200000, "tools": True}
+        (state / "config.toml").write_text(router_toml({"cloud": cloud}, [model], private="ignore"))
         port = free_port()
         served = {"SYSTEM1_CONFIG": str(state / "config.toml"), "SYSTEM1_INSTALL_DIR": str(state / "state"),
                    "CLOUD_KEY": "sk-upstream-only"}

@@ -24,6 +24,7 @@ from tests.processes import free_port, server
 from tests.unit.service_harness import running_service
 
 from ..unit.helpers import config_in
+from ..unit.router.catalogues import router_toml
 from .conftest import LLAMA, TEAMS, built, choice_and_yes_no, router_questions, venv_tool
 
 pytestmark = [pytest.mark.contract, pytest.mark.anyio]
@@ -171,32 +172,12 @@ async def test_a_laya_gguf_answers_choices_and_yes_no_through_the_adapter(tiny_l
 def router_config(llama_url: str, cloud_url: str, private: str, floor: float) -> str:
     """The router with llama-server as its local tier (Gemma 270M, free) and the fake hosted API
     as its cloud tier; the mock engine decides (its private answer is always "yes")."""
-    return f'''
-[gateway]
-provider = "mock"
-[router]
-enabled = true
-private = "{private}"
-min_skill = [{floor}, {floor}, {floor}, {floor}]
-[router.upstreams.llama]
-base_url = "{llama_url}"
-apis = ["openai", "anthropic"]
-[router.upstreams.cloud]
-base_url = "{cloud_url}"
-apis = ["openai", "anthropic"]
-local = false
-[[router.models]]
-id = "gemma-local"
-upstream = "llama"
-price = {{ in = 0, out = 0 }}
-default_skill = 0.5
-context = 4096
-[[router.models]]
-id = "cloud/top"
-upstream = "cloud"
-price = {{ in = 5, out = 25 }}
-default_skill = 0.95
-'''
+    upstreams = {"llama": {"base_url": llama_url, "apis": ["openai", "anthropic"]},
+                 "cloud": {"base_url": cloud_url, "apis": ["openai", "anthropic"], "local": False}}
+    models = [{"id": "gemma-local", "upstream": "llama", "price": {"in": 0, "out": 0}, "default_skill": 0.5,
+               "context": 4096},
+              {"id": "cloud/top", "upstream": "cloud", "price": {"in": 5, "out": 25}, "default_skill": 0.95}]
+    return router_toml(upstreams, models, private=private, min_skill=[floor] * 4)
 
 
 def test_the_router_answers_from_llama_server_through_both_sdks_streaming_and_not(gemma, tmp_path):

@@ -7,6 +7,8 @@ that reproduce those costs (40 tokens in, 2,000 out).
 
 from __future__ import annotations
 
+import json
+import re
 import tomllib
 from typing import Any
 
@@ -87,3 +89,32 @@ def seed_table(**changes: Any) -> dict[str, Any]:
 
 def seed_catalogue(**changes: Any) -> RouterSettings:
     return RouterSettings.model_validate(seed_table(**changes))
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{_key(k)} = {_value(v)}" for k, v in value.items()) + " }"
+    return repr(value)
+
+
+def _key(key: str) -> str:
+    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else json.dumps(key)
+
+
+def router_toml(upstreams: dict[str, dict[str, Any]], models: list[dict[str, Any]], engine: str = "mock",
+                **router: Any) -> str:
+    """A gateway config whose engine is `engine` and whose router is on with these upstreams and
+    models (`router`: more `[router]` keys)."""
+    lines = ["[gateway]", f"provider = {_value(engine)}", "[learning]", "enabled = false", "[router]", "enabled = true"]
+    lines += [f"{k} = {_value(v)}" for k, v in router.items()]
+    for name, upstream in upstreams.items():
+        lines += [f"[router.upstreams.{name}]", *(f"{k} = {_value(v)}" for k, v in upstream.items())]
+    for model in models:
+        lines += ["[[router.models]]", *(f"{k} = {_value(v)}" for k, v in model.items())]
+    return "\n".join(lines) + "\n"

@@ -120,28 +120,21 @@ async def test_a_stream_that_breaks_after_it_started_is_not_retried(upstream, tm
     await router.aclose()
 
 
-async def test_when_every_candidate_fails_the_client_gets_a_clear_error_naming_them(upstream, tmp_path):
-    upstream.fail("vendor/cheap-1", "503")
-    upstream.fail(MID, "502")
-    upstream.fail(TOP, "500")
+@pytest.mark.parametrize(("faults", "status", "kind"), [
+    (("503", "502", "500"), 502, "api_error"),
+    (("429", "429", "429"), 429, "rate_limit_error"),  # rate limits everywhere stay a 429
+])
+async def test_when_every_candidate_fails_the_client_gets_a_clear_error_naming_them(upstream, tmp_path, faults, status,
+                                                                                  kind):
+    for model, fault in zip(("vendor/cheap-1", MID, TOP), faults):
+        upstream.fail(model, fault)
     router = router_for(catalogue(upstream.url), tmp_path)
     plan = await router.plan("openai", chat(), "alice", Scripted(), always_local)
     with pytest.raises(RouterError) as caught:
         await router.answer(plan, chat(), {}, "alice")
-    assert caught.value.status == 502 and caught.value.kind == "api_error"
-    assert caught.value.failed == [f"{CHEAP} (HTTP 503)", f"{MID} (HTTP 502)", f"{TOP} (HTTP 500)"]
+    assert (caught.value.status, caught.value.kind) == (status, kind)
+    assert caught.value.failed == [f"{m} (HTTP {f})" for m, f in zip((CHEAP, MID, TOP), faults)]
     assert router.in_flight.counts == {}
-    await router.aclose()
-
-
-async def test_rate_limits_everywhere_are_a_429(upstream, tmp_path):
-    for model in ("vendor/cheap-1", MID, TOP):
-        upstream.fail(model, "429")
-    router = router_for(catalogue(upstream.url), tmp_path)
-    plan = await router.plan("openai", chat(), "alice", Scripted(), always_local)
-    with pytest.raises(RouterError) as caught:
-        await router.answer(plan, chat(), {}, "alice")
-    assert caught.value.status == 429 and caught.value.kind == "rate_limit_error"
     await router.aclose()
 
 

@@ -12,6 +12,7 @@ from system1.service.auth import hash_key
 from tests.fakes.hosted_chat import hosted_chat, reply_text
 
 from ..service_harness import running_service
+from .catalogues import router_toml
 
 UPSTREAM_KEY = "sk-fake-upstream-key"
 GATEWAY_KEY = "alice-gateway-key-0123456789"
@@ -19,34 +20,14 @@ CHEAP = "cloud/cheap"
 MESSAGES = [{"role": "user", "content": "Say hi in exactly three words"}]
 
 
-def config(upstream_url: str, keys_file: str = "") -> str:
+def config(upstream_url: str, keys_file: str) -> str:
     # The mock engine answers every question with its first option, surely: topic code-gen,
     # complexity and risk 0, private "yes" (so privacy is set to ignore it here).
-    return f'''
-[gateway]
-provider = "mock"
-[service]
-api_keys_file = "{keys_file}"
-[router]
-enabled = true
-private = "ignore"
-[router.upstreams.cloud]
-base_url = "{upstream_url}"
-apis = ["openai", "anthropic"]
-api_key_env = "FAKE_CLOUD_KEY"
-local = false
-[[router.models]]
-id = "{CHEAP}"
-upstream = "cloud"
-name = "vendor/cheap-1"
-price = {{ in = 0.5, out = 1.5 }}
-default_skill = 0.6
-[[router.models]]
-id = "cloud/top"
-upstream = "cloud"
-price = {{ in = 5, out = 25 }}
-default_skill = 0.95
-'''
+    cloud = {"base_url": upstream_url, "apis": ["openai", "anthropic"], "api_key_env": "FAKE_CLOUD_KEY", "local": False}
+    models = [{"id": CHEAP, "upstream": "cloud", "name": "vendor/cheap-1", "price": {"in": 0.5, "out": 1.5},
+               "default_skill": 0.6},
+              {"id": "cloud/top", "upstream": "cloud", "price": {"in": 5, "out": 25}, "default_skill": 0.95}]
+    return router_toml({"cloud": cloud}, models, private="ignore") + f'[service]\napi_keys_file = "{keys_file}"\n'
 
 
 @pytest.fixture
