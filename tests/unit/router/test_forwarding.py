@@ -88,6 +88,15 @@ async def test_a_429_and_a_500_before_the_first_byte_fall_through_and_are_named(
     await router.aclose()
 
 
+async def test_after_a_fall_through_the_conversation_stays_with_the_model_that_answered(upstream, tmp_path):
+    upstream.fail("vendor/cheap-1", "503")
+    router, _, reply = await routed(upstream, tmp_path, chat())
+    assert reply.headers["x-router-model"] == MID
+    again = await router.plan("openai", chat(), "alice", Scripted(), always_local)
+    assert again.sticky and [m.id for m, _, _ in again.order] == [MID, CHEAP]  # TOP: over budget at a sticky turn's estimate
+    await router.aclose()
+
+
 async def test_an_upstream_slower_than_its_first_byte_timeout_is_skipped(upstream, tmp_path):
     upstream.fail("vendor/cheap-1", "slow:3")
     router, _, reply = await routed(upstream, tmp_path, chat(stream=True))

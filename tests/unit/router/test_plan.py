@@ -108,6 +108,15 @@ async def test_a_conversation_keeps_its_model_without_a_new_decision(tmp_path, m
     await router.aclose()
 
 
+async def test_a_sticky_conversation_keeps_its_fall_through(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-test")
+    router = router_for(settings(), tmp_path)
+    first = await router.plan("openai", body(), "alice", Scripted(), always_local)
+    again = await router.plan("openai", body(), "alice", Scripted(), always_local)
+    assert again.sticky and [m.id for m, _, _ in again.order] == [m.id for m, _, _ in first.order] == [SONNET, OPUS]
+    await router.aclose()
+
+
 async def test_a_sticky_model_that_can_no_longer_take_the_conversation_is_replaced(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-test")
     decider = Scripted(topics={"chat": 1.0}, complexity=0, risk=0)

@@ -64,6 +64,8 @@ class Plan:
     route: Route | None = None
     asked: Asked | None = None
     sticky: bool = False
+    #: The conversation's key when its models are remembered (None for a dry run, a pass-through).
+    key: str | None = None
 
     @property
     def model(self) -> str:
@@ -164,14 +166,16 @@ class Router:
         key = f"{client}\n{conversation.key}"
         remembered = self.sticky.get(key)
         if remembered is not None:
+            # The conversation's model and its fall-through, as long as they can take this turn.
             kept = route(settings, UNKNOWN, needs, live)
             usable = {c.id for c in kept.candidates if c.why in ("", BELOW_FLOOR)}
-            if remembered in usable:
-                model = settings.model(remembered)
-                order = [(model, model.upstream, kept.reasoning_effort)]
+            if remembered[0] in usable:
+                models = [m for m in remembered if m in usable]
+                order = [(settings.model(m), settings.model(m).upstream, kept.reasoning_effort) for m in models]
                 if remember:
                     self.sticky.put(key, remembered)
-                return Plan(request_id, api, conversation, check, order, STICKY, kept, sticky=True)
+                return Plan(request_id, api, conversation, check, order, STICKY, kept, sticky=True,
+                            key=key if remember else None)
         private = needs.private
         may_leave = settings.private != "local_only" or not private or decision_stays_local(provider_for(settings, private))
         asked = await ask(decider, settings, conversation.last_user or "\n".join(conversation.texts), client, private,
@@ -183,9 +187,9 @@ class Router:
             status, kind = (403, "permission_error") if chosen.local_only else (400, "invalid_request_error")
             raise RouterError(status, kind, chosen.reason)
         if remember:
-            self.sticky.put(key, chosen.model)
+            self.sticky.put(key, tuple(chosen.order))
         order = [(settings.model(m), settings.model(m).upstream, chosen.reasoning_effort) for m in chosen.order]
-        return Plan(request_id, api, conversation, check, order, chosen.reason, chosen, asked)
+        return Plan(request_id, api, conversation, check, order, chosen.reason, chosen, asked, key=key if remember else None)
 
     def _passthrough(self, conversation: Conversation, check: PreCheck) -> tuple[ModelEntry | None, str, str]:
         settings = self.settings
@@ -218,6 +222,9 @@ class Router:
                               f"every candidate failed: {exc}", failed) from None
         for attempt in forwarded.failed:
             self.observer.fell_through(self._label(attempt.model))
+        if forwarded.failed and plan.key is not None:  # the conversation stays with the model that answered
+            models = [m.id for m, _, _ in plan.order if m is not None]
+            self.sticky.put(plan.key, (forwarded.model, *(m for m in models if m != forwarded.model)))
         reply_headers = {**forwarded.headers, **self.headers_for(plan, forwarded)}
         if forwarded.stream is None:
             self.in_flight.release(plan.model)

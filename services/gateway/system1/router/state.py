@@ -28,14 +28,15 @@ def today() -> date:
 
 
 class Sticky:
-    """Conversation key → (model, when it expires), refreshed on every use."""
+    """Conversation key → (its models: the one that answers, then those to fall through to;
+    when it expires), refreshed on every use."""
 
     def __init__(self, ttl_s: float, clock: Callable[[], float] = time.monotonic) -> None:
         self.ttl_s = ttl_s
         self._clock = clock
-        self._models: OrderedDict[str, tuple[str, float]] = OrderedDict()
+        self._models: OrderedDict[str, tuple[tuple[str, ...], float]] = OrderedDict()
 
-    def get(self, key: str) -> str | None:
+    def get(self, key: str) -> tuple[str, ...] | None:
         found = self._models.get(key)
         if found is None:
             return None
@@ -44,10 +45,10 @@ class Sticky:
             return None
         return found[0]
 
-    def put(self, key: str, model: str) -> None:
+    def put(self, key: str, models: tuple[str, ...]) -> None:
         if self.ttl_s <= 0:
             return
-        self._models[key] = (model, self._clock() + self.ttl_s)
+        self._models[key] = (models, self._clock() + self.ttl_s)
         self._models.move_to_end(key)
         while len(self._models) > MAX_CONVERSATIONS:
             self._models.popitem(last=False)
