@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup test test-unit test-contract test-fuzz test-stack contract-envs images learn-image llama-image torch-image llama-server learn up down unregister uninstall purge logs smoke smoke-local serve bench bench-engines study models schemas clean
+.PHONY: setup test test-unit test-contract test-fuzz test-stack contract-envs images learn-image llama-image torch-image llama-server learn up down unregister uninstall purge logs smoke smoke-local serve bench bench-engines bench-router study models schemas clean
 
 # The host tools, installed once and again whenever what they come from changes; every target
 # that runs them depends on this, so each works on a fresh clone with nothing run before it.
@@ -189,6 +189,10 @@ schemas: $(TOOLS)  ## regenerate the published JSON Schemas from the models
 bench-engines: $(TOOLS)  ## the engine benchmark (serve.py --engine minilm)
 	$(BIN)/python -m pip install --quiet -r bench/requirements.txt
 	$(BIN)/python bench/engines/run.py
+
+bench-router: $(TOOLS)  ## the router benchmark: pre-check, decision, scoring and time to first byte
+	$(BIN)/python -m pip install --quiet -r bench/requirements.txt
+	$(BIN)/python bench/router/run.py
 
 study: $(TOOLS) contract-envs  ## the engine study: every engine that runs here on the seed and blind sets (bench/study)
 	$(BIN)/python -m pip install --quiet -r bench/requirements.txt

@@ -105,6 +105,13 @@ async def test_an_upstream_slower_than_its_first_byte_timeout_is_skipped(upstrea
     await router.aclose()
 
 
+async def test_a_whole_answer_may_take_longer_than_a_streams_first_byte(upstream, tmp_path):
+    upstream.fail("vendor/cheap-1", "slow:1.5")  # past first_byte_timeout_s, within timeout_s
+    router, _, reply = await routed(upstream, tmp_path, chat())
+    assert reply.status == 200 and reply.headers["x-router-model"] == CHEAP and "x-router-failed" not in reply.headers
+    await router.aclose()
+
+
 async def test_a_stream_reaches_the_client_as_it_arrives(upstream, tmp_path):
     upstream.fail("vendor/cheap-1", "gate")
     router, _, reply = await routed(upstream, tmp_path, chat(stream=True))

@@ -75,9 +75,9 @@ class Upstream(_Table):
     #: Whether it is on this machine, so a private prompt may reach it; by default, as its URL
     #: says (loopback or one of the stack's one-label service names).
     local: bool | None = None
-    #: Longest wait for an answer to start (its status, and a stream's first bytes): past it,
-    #: the next candidate is tried. `timeout_s` bounds each wait after that.
+    #: Longest wait for a stream's status and first bytes: past it, the next candidate is tried.
     first_byte_timeout_s: float = Field(default=60.0, gt=0, le=3600)
+    #: Longest wait for a whole (not streamed) answer, and between two chunks of a stream.
     timeout_s: float = Field(default=300.0, gt=0, le=3600)
 
     @model_validator(mode="before")

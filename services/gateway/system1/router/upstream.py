@@ -4,10 +4,11 @@
   where the client set no effort, the effort for the request's complexity.
 - Keys come from the environment (`api_key_env`) and go only to their upstream; the client's
   own credentials (its gateway key) never leave the gateway.
-- A 429, a 5xx, a refused connection or no answer within `first_byte_timeout_s` before any byte
-  has reached the client sends the request to the next candidate. For a stream, "before any
-  byte" includes its first chunk, which is read before the client gets the status. After that,
-  the stream is passed through as it arrives, never buffered; a failure mid-stream ends it.
+- A 429, a 5xx, a refused connection or no answer in time, before any byte has reached the
+  client, sends the request to the next candidate. In time: for a stream, its status and first
+  chunk within `first_byte_timeout_s` (the chunk is read before the client gets the status);
+  for a whole answer, within `timeout_s`. After that a stream is passed through as it
+  arrives, never buffered; a failure mid-stream ends it.
 - Usage is read from the answer (a stream's usage events are read on the side) and priced.
 """
 
@@ -185,8 +186,10 @@ async def forward(client: httpx.AsyncClient, settings: RouterSettings, api: str,
             headers=upstream_headers(upstream, api, client_headers),
             timeout=httpx.Timeout(upstream.timeout_s, connect=min(10.0, upstream.first_byte_timeout_s)))
         response = None
+        # A stream's first bytes come early; a whole answer only when it is written.
+        wait_s = upstream.first_byte_timeout_s if stream else upstream.timeout_s
         try:
-            async with asyncio.timeout(upstream.first_byte_timeout_s):
+            async with asyncio.timeout(wait_s):
                 response = await client.send(request, stream=True)
                 if response.status_code in RETRIED:
                     failed.append(Attempted(label, f"HTTP {response.status_code}"))
