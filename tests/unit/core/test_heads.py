@@ -168,3 +168,34 @@ async def test_capabilities_list_the_heads_and_health_the_heads_file_errors(tmp_
     assert learning["heads"] == [{"kind": KIND, "embedder": "embedding", "model": "emb-1", "options": 2, "n": 150,
                                   "accuracy": 0.9, "engine_accuracy": 0.5}]
     assert (await health_report(g))["heads_errors"] == ["heads.json: learned heads ignored: version 9"]
+
+
+async def test_the_routers_four_kinds_can_be_served_by_learned_heads(tmp_path):
+    """The router asks its questions with explicit kinds; a head for one answers it, the others
+    stay the engine's."""
+    from system1.router.catalogue import RouterSettings
+    from system1.router.signals import ask
+
+    class LastOption(Embedding):
+        """Picks each question's last option at 0.6 (for yes/no: "no")."""
+
+        async def decide_one(self, state, query: Query, timeout_s: float) -> EngineAnswer:
+            rest = 0.4 / (len(query.choices) - 1)
+            return EngineAnswer(query.choices[-1], 0.6, {o: 0.6 if o == query.choices[-1] else rest for o in query.choices},
+                                "engine", self.model)
+
+    private = Head(kind="router-private", embedder="embedding", model="emb-1", options=["yes", "no"],
+                   weights=[[4.0, 0.0], [-4.0, 0.0]], bias=[0.0, 0.0], temperature=1.0,
+                   n=120, accuracy=0.9, engine_accuracy=0.5)
+    settings = RouterSettings(enabled=True)
+    with_head = with_heads(tmp_path, LastOption(), private)
+    (tmp_path / "plain").mkdir()
+    without = with_heads(tmp_path / "plain", LastOption())
+    try:
+        asked = await ask(with_head, settings, "rm -rf the customer table", "alice", False, True)
+        plain = await ask(without, settings, "rm -rf the customer table", "alice", False, True)
+    finally:
+        await with_head.aclose()
+        await without.aclose()
+    assert asked.signals.private and not plain.signals.private  # the engine alone says "no"
+    assert asked.signals.primary == plain.signals.primary == "chat"  # the topic stays the engine's
