@@ -12,7 +12,8 @@ Faults are queued per model, each used by one request: `"429"`, `"500"`, `"503"`
 (S seconds before the status); `"break"` (a stream that stops after its first event, the
 connection dropped); `"gate"` (a stream that sends its first event, then waits until the test
 sets `gate`: a router that buffered would never deliver the first event). Every request is kept
-(path, headers, body) for the tests to read, and `GET /_received` lists the models asked.
+(path, headers, body) for the tests to read, and `GET /_received` lists the models asked;
+`POST /_faults {"model", "faults": [...]}` queues faults from outside the process.
 
     python hosted_chat.py --port 8000     # served on 0.0.0.0, as the stack tests run it
 """
@@ -152,9 +153,15 @@ def app_for(state: HostedChat) -> Starlette:
     async def received(request: Request) -> Response:
         return JSONResponse({"models": state.models_asked()})
 
+    async def faults(request: Request) -> Response:
+        order = await request.json()
+        state.fail(str(order["model"]), *map(str, order["faults"]))
+        return JSONResponse({"queued": list(state.faults[str(order["model"])])})
+
     return Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"]),
                              Route("/v1/messages", chat, methods=["POST"]),
-                             Route("/_received", received, methods=["GET"])])
+                             Route("/_received", received, methods=["GET"]),
+                             Route("/_faults", faults, methods=["POST"])])
 
 
 @contextlib.contextmanager

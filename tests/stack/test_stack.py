@@ -276,12 +276,22 @@ def test_the_torch_image_serves_each_torch_engine_from_a_models_directory(engine
     assert 0 <= reply["answers"]["q1"]["noul"] <= 1
 
 
+def _fake_cloud(script: str) -> subprocess.CompletedProcess:
+    """Python run in the gateway's container, which reaches the fake cloud on the stack's network."""
+    return subprocess.run(["docker", "exec", "system1-gateway", "python3", "-c", f"import httpx; {script}"],
+                          capture_output=True, text=True, timeout=60)
+
+
+def _inject(model: str, *faults: str) -> None:
+    body = json.dumps({"model": model, "faults": list(faults)})
+    assert _fake_cloud(f"httpx.post('http://fakecloud:8000/_faults', content={body!r}, timeout=5).raise_for_status()"
+                       ).returncode == 0
+
+
 def _fake_cloud_asked() -> list[str] | None:
     """The models the fake cloud tier was asked for, read from inside the stack's network (None
     while it does not answer)."""
-    read = subprocess.run(["docker", "exec", "system1-gateway", "python3", "-c",
-                           "import httpx; print(httpx.get('http://fakecloud:8000/_received', timeout=5).text)"],
-                          capture_output=True, text=True, timeout=60)
+    read = _fake_cloud("print(httpx.get('http://fakecloud:8000/_received', timeout=5).text)")
     return json.loads(read.stdout)["models"] if read.returncode == 0 else None
 
 
@@ -324,7 +334,25 @@ def test_the_router_routes_between_the_llama_tier_and_a_cloud_tier_and_keeps_pri
         with anthropic.Anthropic(base_url="http://127.0.0.1:8080", api_key="unused", max_retries=0, timeout=120) as m, \
                 m.messages.stream(model="auto", max_tokens=8, messages=hello) as stream:
             assert "".join(stream.text_stream) == "answer from cloud/fake"
-        # With the cloud tier gone, the request falls through to llama-server before any byte is sent.
+        # A 429, then a 503 on a stream, before any byte: each falls through to llama-server...
+        _inject("cloud/fake", "429")
+        raw = chat.chat.completions.with_raw_response.create(model="auto", max_tokens=8,
+                                                              messages=[{"role": "user", "content": "Say hi, 429"}])
+        assert (raw.headers["x-router-model"], raw.headers["x-router-failed"]) == ("local/gemma-3-270m", "cloud/fake")
+        _inject("cloud/fake", "503")
+        with chat.chat.completions.with_streaming_response.create(
+                model="auto", max_tokens=8, stream=True, messages=[{"role": "user", "content": "Say hi, 503"}]) as streamed:
+            assert (streamed.headers["x-router-model"], streamed.headers["x-router-failed"]) == \
+                ("local/gemma-3-270m", "cloud/fake")
+            assert b"data: [DONE]" in b"".join(streamed.iter_bytes())
+        # ...but a stream that breaks after it started is not sent again: the client gets an error.
+        _inject("cloud/fake", "break")
+        asked = len(_fake_cloud_asked())
+        with pytest.raises(openai.APIError, match="the stream broke"):
+            list(chat.chat.completions.create(model="auto", max_tokens=8, stream=True,
+                                              messages=[{"role": "user", "content": "Say hi, broken"}]))
+        assert len(_fake_cloud_asked()) == asked + 1
+        # With the cloud tier gone, the request falls through as well.
         subprocess.run(["docker", "stop", "system1-fakecloud"], check=True, capture_output=True, timeout=60)
         raw = chat.chat.completions.with_raw_response.create(model="auto", max_tokens=8, messages=hello)
         assert raw.headers["x-router-model"] == "local/gemma-3-270m" and raw.headers["x-router-failed"] == "cloud/fake"

@@ -127,7 +127,8 @@ async def test_a_stream_that_breaks_after_it_started_is_not_retried(upstream, tm
     upstream.fail("vendor/cheap-1", "break")
     router, plan, reply = await routed(upstream, tmp_path, chat(stream=True))
     received = await collect(reply)
-    assert received.count(b"data: ") == 1  # the one event sent before the break
+    assert received.count(b"chat.completion.chunk") == 1  # the one event sent before the break...
+    assert received.rstrip().endswith(b'"type": "api_error", "code": null}}')  # ...then an error event
     assert upstream.models_asked() == ["vendor/cheap-1"]
     assert "was cut short" in caplog.text
     router.log.close()

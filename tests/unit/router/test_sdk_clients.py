@@ -141,3 +141,13 @@ def test_anthropics_token_count_is_the_routers_estimate(stack):
     with anthropic_client(gateway.url) as client:
         counted = client.messages.count_tokens(model="auto", messages=MESSAGES)
     assert 8 <= counted.input_tokens <= 20 and upstream.received == []
+
+
+def test_a_stream_broken_after_it_started_is_an_error_in_each_sdk_not_a_cut_answer(stack):
+    gateway, upstream = stack
+    upstream.fail("vendor/cheap-1", "break", "break")
+    with openai_client(gateway.url) as client, pytest.raises(openai.APIError, match="the stream broke"):
+        list(client.chat.completions.create(model="auto", messages=MESSAGES, stream=True))
+    with anthropic_client(gateway.url) as client, pytest.raises(anthropic.APIStatusError, match="the stream broke"):
+        with client.messages.stream(model="auto", max_tokens=64, messages=MESSAGES) as stream:
+            "".join(stream.text_stream)

@@ -8,7 +8,8 @@
   client, sends the request to the next candidate. In time: for a stream, its status and first
   chunk within `first_byte_timeout_s` (the chunk is read before the client gets the status);
   for a whole answer, within `timeout_s`. After that a stream is passed through as it
-  arrives, never buffered; a failure mid-stream ends it.
+  arrives, never buffered; a failure mid-stream ends it with an error event in the client's
+  API's shape, so its SDK raises instead of taking a cut answer as whole.
 - Usage is read from the answer (a stream's usage events are read on the side) and priced.
 """
 
@@ -156,9 +157,18 @@ async def _first_chunk(response: httpx.Response) -> tuple[bytes, AsyncIterator[b
         return b"", chunks
 
 
+def stream_error(api: str, message: str) -> bytes:
+    """An error event in the client's API's stream shape, which its SDK raises as an error (after
+    a blank line, which ends any event the break cut short)."""
+    if api == "anthropic":
+        event = {"type": "error", "error": {"type": "api_error", "message": message}}
+        return f"\n\nevent: error\ndata: {json.dumps(event)}\n\n".encode()
+    return f"\n\ndata: {json.dumps({'error': {'message': message, 'type': 'api_error', 'code': None}})}\n\n".encode()
+
+
 async def _relay(first: bytes, rest: AsyncIterator[bytes], response: httpx.Response, tap: StreamUsage,
-                 forwarded: Forwarded) -> AsyncIterator[bytes]:
-    """The stream as it arrives; a failure ends it and is noted in `forwarded.broken`."""
+                 forwarded: Forwarded, api: str) -> AsyncIterator[bytes]:
+    """The stream as it arrives; a failure ends it with an error event, noted in `forwarded.broken`."""
     try:
         if first:
             tap.feed(first)
@@ -168,6 +178,7 @@ async def _relay(first: bytes, rest: AsyncIterator[bytes], response: httpx.Respo
             yield chunk
     except (httpx.HTTPError, TimeoutError) as exc:
         forwarded.broken = f"the stream broke after it started ({type(exc).__name__})"
+        yield stream_error(api, f"{forwarded.model}: {forwarded.broken}")
     finally:
         await response.aclose()
 
@@ -209,7 +220,7 @@ async def forward(client: httpx.AsyncClient, settings: RouterSettings, api: str,
         headers = {"content-type": response.headers.get("content-type", "application/json")}
         if stream and response.status_code < 300:
             forwarded = Forwarded(label, response.status_code, headers, None, None, usage, failed)
-            forwarded.stream = _relay(first, rest, response, StreamUsage(api, usage), forwarded)
+            forwarded.stream = _relay(first, rest, response, StreamUsage(api, usage), forwarded, api)
             return forwarded
         try:
             usage.read(api, response.json())
