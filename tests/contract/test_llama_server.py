@@ -199,6 +199,8 @@ def test_the_router_answers_from_llama_server_through_both_sdks_streaming_and_no
 
 def test_a_private_prompt_under_local_only_stays_on_llama_server(gemma, tmp_path):
     secret = [{"role": "user", "content": "deploy with AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE, why does it fail?"}]
+    for name in ("open", "closed"):
+        (tmp_path / name).mkdir()
     with hosted_chat() as cloud:
         # Gemma is under the floor: without privacy rules the cloud model answers...
         with running_service(tmp_path / "open", router_config(gemma, cloud.url, "ignore", 0.9)) as gateway, \
