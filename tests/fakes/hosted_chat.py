@@ -143,8 +143,7 @@ def app_for(state: HostedChat) -> Starlette:
             if fault == "break":
                 raise _Broken
             if fault == "gate":
-                while not state.gate.is_set():
-                    await asyncio.sleep(0.01)
+                await asyncio.to_thread(state.gate.wait, 60)
             for event in events[1:]:
                 yield event.encode()
 

@@ -200,18 +200,24 @@ async def test_a_dry_run_neither_sets_nor_refreshes_a_conversations_model(tmp_pa
 
 async def test_spend_is_saved_soon_after_a_change_and_a_new_day_starts_at_zero(tmp_path, monkeypatch):
     import datetime
+    import threading
 
     from system1.router import state
 
     monkeypatch.setattr(state, "SAVE_DELAY_S", 0.01)
+    saved = threading.Event()
+    write = state.Spend._write
+
+    def noted(self, day, spent):
+        write(self, day, spent)
+        saved.set()
+
+    monkeypatch.setattr(state.Spend, "_write", noted)
     day = [datetime.date(2026, 12, 1)]
     spend = state.Spend(tmp_path / "spend.json", day=lambda: day[0])
     spend.add("m", 0.5)
     spend.add("m", 0.25)
-    for _ in range(200):  # bounded: the save runs on a worker thread
-        if (tmp_path / "spend.json").exists():
-            break
-        await asyncio.sleep(0.01)
+    assert await asyncio.to_thread(saved.wait, 10)  # saved on a worker thread, both changes at once
     assert state.Spend(tmp_path / "spend.json", day=lambda: day[0]).today == {"m": 0.75}
     day[0] = datetime.date(2026, 12, 2)
     assert state.Spend(tmp_path / "spend.json", day=lambda: day[0]).today == {}
