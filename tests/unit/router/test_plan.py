@@ -35,6 +35,7 @@ async def test_the_dry_run_answers_the_seed_articles_shape(tmp_path, monkeypatch
     report = plan.report()
     assert report["model"] == SONNET and report["reason"] == CHEAPEST
     assert report["decision_provider"] == "scripted" and report["decision_ms"] >= 0
+    assert report["decision_cost_usd"] == 0.0  # a local engine
     assert report["signals"]["primary"] == "debugging" and report["signals"]["topics"] == {"debugging": 1.0}
     assert (report["signals"]["complexity"], report["signals"]["risk"], report["signals"]["private"]) == (2, 1, False)
     assert report["required_skill"] == 0.76
@@ -89,6 +90,8 @@ async def test_a_private_prompt_is_decided_by_the_private_decision_provider(tmp_
     await router.plan("openai", body("call me at +44 20 7946 0958 about the bug"), "alice", decider, always_local)
     await router.plan("openai", body("what is a monad?"), "bob", decider, always_local)
     assert [only for _, _, only in decider.asked] == ["systemone", "anthropic"]
+    hosted = await router.plan("openai", body("what is a functor?"), "bob", decider, lambda name: name != "anthropic")
+    assert hosted.report()["decision_cost_usd"] is None  # a hosted engine's price is not known here
     await router.aclose()
 
 

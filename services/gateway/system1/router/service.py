@@ -63,6 +63,8 @@ class Plan:
     reason: str
     route: Route | None = None
     asked: Asked | None = None
+    #: Whether the engine that answered the decision is on this machine (its cost is then 0).
+    decided_locally: bool = False
     sticky: bool = False
     #: The conversation's key when its models are remembered (None for a dry run, a pass-through).
     key: str | None = None
@@ -82,7 +84,8 @@ class Plan:
             "order": [m.id if m else self.conversation.model for m, _, _ in self.order],
             "decision_provider": self.asked.provider if self.asked else None,
             "decision_ms": round(self.asked.latency_ms, 1) if self.asked else None,
-            "decision_cost_usd": 0.0 if self.asked and self.asked.provider else None,
+            # A local engine costs nothing; a hosted one's price is not known to the router.
+            "decision_cost_usd": 0.0 if self.asked and self.asked.provider and self.decided_locally else None,
             "decision_error": self.asked.error if self.asked else None,
             "signals": {"topics": {t: round(p, 4) for t, p in signals.topics.items()}, "primary": signals.primary,
                         "confidence": round(signals.confidence, 4), "complexity": route.complexity if route else None,
@@ -189,7 +192,9 @@ class Router:
         if remember:
             self.sticky.put(key, tuple(chosen.order))
         order = [(settings.model(m), settings.model(m).upstream, chosen.reasoning_effort) for m in chosen.order]
-        return Plan(request_id, api, conversation, check, order, chosen.reason, chosen, asked, key=key if remember else None)
+        return Plan(request_id, api, conversation, check, order, chosen.reason, chosen, asked,
+                    decided_locally=bool(asked.provider) and decision_stays_local(asked.provider),
+                    key=key if remember else None)
 
     def _passthrough(self, conversation: Conversation, check: PreCheck) -> tuple[ModelEntry | None, str, str]:
         settings = self.settings
