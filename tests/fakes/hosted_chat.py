@@ -55,6 +55,8 @@ class HostedChat:
     faults: dict[str, deque[str]] = field(default_factory=lambda: defaultdict(deque))
     received: list[Received] = field(default_factory=list)
     gate: threading.Event = field(default_factory=threading.Event)
+    #: Set once the server is up and answering.
+    ready: threading.Event = field(default_factory=threading.Event)
 
     def fail(self, model: str, *faults: str) -> None:
         self.faults[model].extend(faults)
@@ -157,17 +159,22 @@ def app_for(state: HostedChat) -> Starlette:
         state.fail(str(order["model"]), *map(str, order["faults"]))
         return JSONResponse({"queued": list(state.faults[str(order["model"])])})
 
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        state.ready.set()
+        yield
+
     return Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"]),
                              Route("/v1/messages", chat, methods=["POST"]),
                              Route("/_received", received, methods=["GET"]),
-                             Route("/_faults", faults, methods=["POST"])])
+                             Route("/_faults", faults, methods=["POST"])], lifespan=lifespan)
 
 
 @contextlib.contextmanager
 def hosted_chat(key: str = "") -> Iterator[HostedChat]:
     """The fake served on a free loopback port until the block ends."""
     state = HostedChat(key=key)
-    server = uvicorn.Server(uvicorn.Config(app_for(state), log_config=None, lifespan="off"))
+    server = uvicorn.Server(uvicorn.Config(app_for(state), log_config=None, lifespan="on"))
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     sock.listen(128)
@@ -175,11 +182,8 @@ def hosted_chat(key: str = "") -> Iterator[HostedChat]:
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     try:
-        deadline = time.monotonic() + 30
-        while not server.started:
-            if time.monotonic() > deadline:
-                raise RuntimeError("the fake hosted chat API did not start")
-            time.sleep(0.01)
+        if not state.ready.wait(30):
+            raise RuntimeError("the fake hosted chat API did not start")
         yield state
     finally:
         state.gate.set()
