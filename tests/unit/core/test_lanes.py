@@ -90,6 +90,21 @@ async def test_the_slot_limit_is_honoured():
     assert provider.max_concurrent == 2 and len(provider.passes) == 5
 
 
+async def test_a_finished_pass_starts_only_as_many_queued_passes_as_slots_are_free():
+    provider = Gated(batch=False, slots=1)
+    lane = Lane(provider)
+    async with anyio.create_task_group() as tg:
+        for i in range(3):
+            tg.start_soon(lane.run, f"s{i}", [Q], "alice", INTERACTIVE, 5)
+        await settle()
+        provider.release.set()  # lets the one running pass end, and no later one
+        provider.release.clear()
+        await settle()
+        assert lane.in_flight == 1 and lane.queued == 1 and provider.max_concurrent == 1
+        provider.release.set()
+    assert provider.passes == [["s0"], ["s1"], ["s2"]]
+
+
 async def test_clients_are_served_round_robin():
     provider = Gated(batch=False)
     lane = Lane(provider)

@@ -8,8 +8,8 @@
   another.
 - For engines with a batch endpoint, queued requests that ask the same questions are merged
   into one pass (up to `max_batch` states, and never past the work budget of one pass). A
-  request that arrives at an idle lane is sent at once: batching only ever collects what is
-  already waiting.
+  request that arrives at an idle lane is sent at once, in its own task (no queue entry, no
+  task of the lane's): batching only ever collects what is already waiting.
 - The caller bounds the whole wait (queue plus engine) with its own timeout; a request that
   gives up leaves the queue, and a pass gets, and is cut off at, the longest remaining deadline
   of what it carries.
@@ -121,7 +121,7 @@ class Lane:
         self.queue = FairQueue()
         self._pass_seconds = 0.05  # recent mean of a pass: the retry hint
         self._usual_seconds: float | None = None  # slow mean: what "far slower than usual" means
-        self._running: dict[asyncio.Task, float] = {}  # passes in flight and when they began
+        self._running: dict[object, float] = {}  # passes in flight (by a token) and when they began
         self._tasks: set[asyncio.Task] = set()
 
     @property
@@ -136,6 +136,11 @@ class Lane:
         if self.in_flight >= self.slots and self.queued >= self.max_queue:
             raise Overloaded(f"{self.name} is overloaded: {self.queued} requests waiting", self.retry_after_s(),
                              provider=self.name)
+        if self.in_flight < self.slots and not self.queued:
+            # A free slot and nobody waiting: the caller's own task makes the pass, bounded by
+            # the caller's timeout (which also cancels it when the caller gives up).
+            self.in_flight += 1
+            return (await self._engine([state], queries, timeout_s))[0]
         loop = asyncio.get_running_loop()
         job = _Job(state, queries, client, priority, loop.time() + timeout_s, batch_key(queries), work)
         self.queue.put(job)
@@ -181,22 +186,17 @@ class Lane:
             self.in_flight += 1
             task = asyncio.create_task(self._pass(jobs))
             self._tasks.add(task)
-            self._running[task] = time.monotonic()
             task.add_done_callback(self._tasks.discard)
-            task.add_done_callback(lambda t: self._running.pop(t, None))
         self._report()
 
     async def _pass(self, jobs: list[_Job]) -> None:
+        """A pass for queued jobs, in a task of the lane's: its answers go to their futures."""
         loop = asyncio.get_running_loop()
         timeout_s = max(0.001, max(j.deadline for j in jobs) - loop.time())
-        started = time.perf_counter()
         try:
             # The pass itself is bounded too: an adapter that ignores its timeout cannot hold the slot.
             async with asyncio.timeout(timeout_s):
-                if len(jobs) == 1:
-                    results = [await self.provider.decide_many(jobs[0].state, jobs[0].queries, timeout_s)]
-                else:
-                    results = await self.provider.decide_batch([j.state for j in jobs], jobs[0].queries, timeout_s)
+                results = await self._engine([j.state for j in jobs], jobs[0].queries, timeout_s)
             for job, result in zip(jobs, results):
                 if not job.future.done():
                     job.future.set_result(result)
@@ -205,12 +205,23 @@ class Lane:
                 if not job.future.done():
                     job.future.set_exception(exc)
                     job.future.exception()  # a waiter that gave up must not leave it unretrieved
+
+    async def _engine(self, states: list[Any], queries: list[Query], timeout_s: float) -> list[Any]:
+        """One engine pass in a slot its caller took: the answers for each state, in order."""
+        token = object()
+        self._running[token] = time.monotonic()
+        started = time.perf_counter()
+        try:
+            if len(states) == 1:
+                return [await self.provider.decide_many(states[0], queries, timeout_s)]
+            return await self.provider.decide_batch(states, queries, timeout_s)
         finally:
             seconds = time.perf_counter() - started
+            del self._running[token]
             self._pass_seconds = 0.8 * self._pass_seconds + 0.2 * seconds
             self._usual_seconds = seconds if self._usual_seconds is None else 0.98 * self._usual_seconds + 0.02 * seconds
             self.in_flight -= 1
-            self.observer.engine_pass(self.name, len(jobs), seconds)
+            self.observer.engine_pass(self.name, len(states), seconds)
             self._dispatch()
 
     def _report(self) -> None:

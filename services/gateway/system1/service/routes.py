@@ -57,6 +57,10 @@ NOT_JSON = {415: _described("the body must be application/json")}
 router = APIRouter(responses=REFUSALS)
 
 
+# How long a decision runs before anyone watches for its client hanging up.
+WATCH_AFTER_S = 0.005
+
+
 def status_of(decision: Decision) -> tuple[int, dict[str, str]]:
     if decision.error_code is None:
         return 200, {}
@@ -84,9 +88,12 @@ async def read_json(request: Request) -> Any:
 
 async def _unless_disconnected(request: Request, work: Awaitable[Decision]) -> Decision | None:
     """Await `work`, but cancel it (leaving its lane queue) if the client hangs up first; None
-    then. The work runs in this task, which the watcher cancels: no second task per request."""
+    then. The work runs in this task, which the watcher cancels: no second task per request.
+    The watcher starts only for work still running after `WATCH_AFTER_S`: most decisions are
+    done by then, and a hang-up costs a queued or running one at most that much longer."""
     this = asyncio.current_task()
     hung_up = False
+    watcher: asyncio.Future | None = None
 
     async def watch() -> None:
         nonlocal hung_up
@@ -95,7 +102,11 @@ async def _unless_disconnected(request: Request, work: Awaitable[Decision]) -> D
         hung_up = True
         this.cancel()
 
-    watcher = asyncio.ensure_future(watch())
+    def start() -> None:
+        nonlocal watcher
+        watcher = asyncio.ensure_future(watch())
+
+    timer = asyncio.get_running_loop().call_later(WATCH_AFTER_S, start)
     try:
         return await work
     except asyncio.CancelledError:
@@ -104,7 +115,9 @@ async def _unless_disconnected(request: Request, work: Awaitable[Decision]) -> D
         this.uncancel()
         return None
     finally:
-        watcher.cancel()
+        timer.cancel()
+        if watcher is not None:
+            watcher.cancel()
 
 
 REQUEST_BODY = {"required": True, "content": {"application/json": {"schema": json_schemas()["request.json"]}}}
