@@ -115,7 +115,7 @@ def router_config(engine: str, engine_url: str, upstream_url: str) -> str:
     lines = [f'[gateway]\nprovider = "{engine}"\ntimeout_s = 30\n[learning]\nenabled = false\n']
     if engine == "systemone":
         lines.append(f'[providers.systemone]\nendpoint = "{engine_url}"\n')
-    lines.append(f'[router]\nenabled = true\nprivate = "ignore"\ndecision_chars = {DECISION_CHARS}\n')
+    lines.append(f'[router]\nenabled = true\nprivate = "ignore"\n[router.decision]\nchars = {DECISION_CHARS}\n')
     lines.append(f'[router.upstreams.cloud]\nbase_url = "{upstream_url}"\napis = ["openai", "anthropic"]\nlocal = false\n')
     for m in table.models:
         lines.append(f'[[router.models]]\nid = "{m.id}"\nupstream = "cloud"\nprice = {{ in = {m.price.input}, '

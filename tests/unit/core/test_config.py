@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from pydantic import BaseModel
+
 from system1.core.config import load_config
 
 from ..helpers import config_in
@@ -178,8 +180,12 @@ def test_the_example_config_is_valid_and_documents_every_key(tmp_path):
     text = example.read_text(encoding="utf-8")
     assert load_config({"SYSTEM1_CONFIG": str(example)}).ok
     for table, model in SECTIONS.items():
-        for key in model.model_fields:
+        for key, field in model.model_fields.items():
             assert f"# {key} =" in text.split(f"\n[{table}]\n")[1], f"[{table}] {key} is not documented"
+            if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel):  # a sub-table
+                section = text.split(f"\n# [{table}.{key}]")[1].split("\n\n")[0]
+                for inner in field.annotation.model_fields:
+                    assert f"# {inner} =" in section, f"[{table}.{key}] {inner} is not documented"
     common = set(ProviderOptions.model_fields)
     for key in common:
         assert f"# {key} =" in text, f"the lane key {key} is not documented"

@@ -86,7 +86,7 @@ async def test_a_private_prompt_under_local_only_is_decided_and_answered_on_this
 async def test_a_private_prompt_is_decided_by_the_private_decision_provider(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-test")
     decider = Scripted()
-    router = router_for(settings(private_decision_provider="systemone", decision_provider="anthropic"), tmp_path)
+    router = router_for(settings(decision={"private_provider": "systemone", "provider": "anthropic"}), tmp_path)
     await router.plan("openai", body("call me at +44 20 7946 0958 about the bug"), "alice", decider, always_local)
     await router.plan("openai", body("what is a monad?"), "bob", decider, always_local)
     assert [only for _, _, only in decider.asked] == ["systemone", "anthropic"]

@@ -266,15 +266,16 @@ def load_config(env: Mapping[str, str] | None = None) -> LoadedConfig:
         collect.errors.append(f"{collect.where('learning', 'embedder')}: [learning] embedder: unknown provider "
                               f"{learning.embedder!r}; available: {', '.join(REGISTRY)}")
     router: RouterSettings = sections["router"]
-    for key in ("decision_provider", "private_decision_provider"):
-        name = getattr(router, key)
+    named = {("decision", "provider"): router.decision.provider, ("decision", "private_provider"): router.decision.private_provider,
+             ("decision", "shadow"): router.decision.shadow, ("check", "provider"): router.check.provider}
+    for (table, key), name in named.items():
         if name and name not in REGISTRY:
-            collect.errors.append(f"{collect.where('router', key)}: [router] {key}: unknown provider {name!r}; "
+            collect.errors.append(f"{collect.where('router', table)}: [router.{table}] {key}: unknown provider {name!r}; "
                                   f"available: {', '.join(REGISTRY)}")
     chain = [gateway.provider, *gateway.fallback]
     needed = chain + ([learning.embedder] if learning.enabled else [])
     if router.enabled:
-        needed += [name for name in (router.decision_provider, router.private_decision_provider) if name]
+        needed += [name for name in named.values() if name]
     providers = _load_providers(data.get("providers") or {}, env, needed, collect)
     settings = Settings(
         sections["gateway"], sections["routing"], sections["skills"], sections["service"], providers,

@@ -140,6 +140,65 @@ def _levels(values: list, count: int, what: str) -> list:
     return values
 
 
+class DecisionSettings(_Table):
+    """`[router.decision]`: who answers the four questions, about how much of the prompt, and
+    the shadow engine asked the same in the background."""
+
+    #: The provider that answers ("" for the gateway's chain), and the one for prompts the
+    #: pre-check finds private ("" for the same); a private prompt under `local_only` never
+    #: reaches one that is not on this machine.
+    provider: str = ""
+    private_provider: str = ""
+    #: The prompt's text the engine judges, at most: its start and its end beyond that.
+    chars: int = Field(default=4000, ge=200, le=100_000)
+    #: A second provider asked the same four questions after the request is planned, off its
+    #: path; its agreement is counted and logged ("" : none). A private prompt reaches it only
+    #: where it could reach the decision engine.
+    shadow: str = ""
+    #: Shadow decisions waiting at most; past it, new ones are dropped (and counted).
+    shadow_queue: int = Field(default=64, ge=1, le=10_000)
+    #: The shadow log: JSONL ("" : <state>/logs/router-shadow.jsonl), rotated as the decision log.
+    shadow_log: str = ""
+
+
+class CheckSettings(_Table):
+    """`[router.check]`: after a whole (not streamed) answer, one yes/no decision "does this
+    output satisfy the request?"; below `min_probability` the request is sent again to the next
+    stronger model that can take it."""
+
+    enabled: bool = False
+    #: "all" whole answers, or only requests sent with `X-Router-Check: on` ("marked").
+    requests: Literal["all", "marked"] = "all"
+    #: The provider asked ("" : the decision's). A private prompt's answer stays where its
+    #: decision would.
+    provider: str = ""
+    min_probability: float = Field(default=0.5, ge=0, le=1)
+    #: Further models one request may be sent to, at most.
+    max_escalations: int = Field(default=1, ge=0, le=5)
+    #: The estimated US dollars the escalations of one request may cost in all.
+    max_cost_usd: float = Field(default=0.5, ge=0)
+    #: Characters of the request and of the answer judged, each at most.
+    chars: int = Field(default=4000, ge=200, le=100_000)
+
+
+class OutcomeSettings(_Table):
+    """`[router.outcomes]`: the evidence `system1 router refit` fits skills from."""
+
+    #: The same turn of a conversation sent again within this many seconds is a retry: the
+    #: earlier answer counts as bad (0: no retry detection).
+    retry_window_s: float = Field(default=120.0, ge=0, le=86_400)
+    #: The outcome log: JSONL ("" : <state>/logs/router-outcomes.jsonl), rotated as the decision log.
+    log_file: str = ""
+    #: Refitted skills laid over the catalogue's ("" : <state>/router/skills.json), written by
+    #: `system1 router refit --write` and read when the router is configured (start, reload).
+    skills_file: str = ""
+
+
+#: Keys that moved into a sub-table: the error says where to.
+MOVED = {"decision_provider": "[router.decision] provider", "private_decision_provider": "[router.decision] private_provider",
+         "decision_chars": "[router.decision] chars"}
+
+
 class RouterSettings(_Table):
     """`[router]`: off unless enabled, and then only as good as its catalogue."""
 
@@ -149,13 +208,9 @@ class RouterSettings(_Table):
     topics: list[str] = Field(default_factory=lambda: list(TOPICS), min_length=2)
     #: What a topic means, for topics beyond the built-in ones (a topic without one is its name).
     topic_descriptions: dict[str, str] = Field(default_factory=dict)
-    #: The provider that answers the four questions ("" for the gateway's chain), and the one
-    #: for prompts the pre-check finds private ("" for the same); a private prompt under
-    #: `local_only` never reaches one that is not on this machine.
-    decision_provider: str = ""
-    private_decision_provider: str = ""
-    #: The prompt's text the engine judges, at most: its start and its end beyond that.
-    decision_chars: int = Field(default=4000, ge=200, le=100_000)
+    decision: DecisionSettings = Field(default_factory=lambda: DecisionSettings())
+    check: CheckSettings = Field(default_factory=lambda: CheckSettings())
+    outcomes: OutcomeSettings = Field(default_factory=lambda: OutcomeSettings())
     private: PrivateMode = "prefer_local"
     #: Below this topic confidence, complexity goes up one level: when unsure, play safe.
     confidence_threshold: float = Field(default=0.8, ge=0, le=1)
@@ -188,6 +243,15 @@ class RouterSettings(_Table):
     log_backups: int = Field(default=5, ge=0, le=100)
     upstreams: dict[str, Upstream] = Field(default_factory=dict)
     models: list[ModelEntry] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _moved(cls, values: Any) -> Any:
+        if isinstance(values, dict):
+            for key, where in MOVED.items():
+                if key in values:
+                    raise ValueError(f"{key}: moved to {where}")
+        return values
 
     @field_validator("min_skill", "est_output_tokens", "reasoning_effort")
     @classmethod

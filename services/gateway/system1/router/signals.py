@@ -106,9 +106,10 @@ def signals_of(settings: RouterSettings, decisions: list[Decision]) -> tuple[Sig
 
 def provider_for(settings: RouterSettings, private: bool) -> str | None:
     """The provider named for this prompt, or None for the gateway's chain."""
-    if private and settings.private_decision_provider:
-        return settings.private_decision_provider
-    return settings.decision_provider or None
+    decision = settings.decision
+    if private and decision.private_provider:
+        return decision.private_provider
+    return decision.provider or None
 
 
 async def ask(decider: Decider, settings: RouterSettings, text: str, client: str, private: bool,
@@ -118,7 +119,7 @@ async def ask(decider: Decider, settings: RouterSettings, text: str, client: str
     if not may_leave:
         return Asked(UNKNOWN, None, 0.0, "a private prompt may not reach the decision engine (private = \"local_only\")")
     started = time.perf_counter()
-    decisions = await decider.decide_many(judged_text(text, settings.decision_chars), questions(settings), client,
+    decisions = await decider.decide_many(judged_text(text, settings.decision.chars), questions(settings), client,
                                           threshold=0.0, only=provider_for(settings, private))
     latency_ms = (time.perf_counter() - started) * 1000
     signals, error = signals_of(settings, decisions)
