@@ -54,7 +54,7 @@ async def test_the_four_questions_judge_the_latest_user_message_in_one_call(tmp_
     router = router_for(settings(), tmp_path)
     await router.plan("openai", body(), "alice", decider, always_local)
     [(state, queries, only)] = decider.asked
-    assert state == NPE and only is None
+    assert state == {"prompt": NPE} and only is None
     assert [q.score for q in queries] == [False, True, True, False] and queries[3].yes_no
     assert [q.kind for q in queries] == ["router-topic", "router-complexity", "router-risk", "router-private"]
     await router.aclose()

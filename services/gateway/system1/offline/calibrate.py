@@ -103,12 +103,14 @@ def parse_rows(raws: list[Any], source: str) -> list[Labelled]:
 
 
 def load(path: Path) -> list[Labelled]:
-    """Labelled rows from a JSONL file (`-` for standard input)."""
+    """Labelled rows from a JSONL file (`-` for standard input). A line of the router's shadow
+    log (`"shadow"` in it) stands for the rows it holds: none where its prompt was not logged."""
     try:
         lines = (sys.stdin.read() if str(path) == "-" else path.read_text(encoding="utf-8")).splitlines()
     except OSError as exc:
         raise DataError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    rows = []
+    rows: list[Labelled] = []
+    shadowed = 0
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -116,9 +118,15 @@ def load(path: Path) -> list[Labelled]:
             raw = json.loads(line)
         except ValueError as exc:
             raise DataError(f"{path}:{number}: not JSON ({exc.msg})") from exc
-        rows.append(row_of(raw, f"{path}:{number}"))
+        if isinstance(raw, dict) and "shadow" in raw:
+            shadowed += 1
+            rows += [row_of(row, f"{path}:{number} row {index}") for index, row in enumerate(raw.get("rows") or [], 1)]
+        else:
+            rows.append(row_of(raw, f"{path}:{number}"))
     if not rows:
-        raise DataError(f"{path}: no labelled rows")
+        hint = (" (a shadow log holds rows only where [router] log_prompts was on and the prompt was not private)"
+                if shadowed else "")
+        raise DataError(f"{path}: no labelled rows{hint}")
     return rows
 
 

@@ -25,6 +25,7 @@ from .catalogue import ModelEntry, RouterSettings
 from .conversation import Conversation, from_anthropic, from_openai
 from .precheck import PreCheck, precheck
 from .scoring import BELOW_FLOOR, Live, Route, route
+from .shadow import Shadow, ShadowJob
 from .signals import UNKNOWN, Asked, Decider, ask, provider_for
 from .state import InFlight, Spend, Sticky
 from .upstream import AllFailed, Forwarded, forward, missing_key
@@ -42,6 +43,8 @@ class RouterObserver(Protocol):
     def upstream(self, model: str, status: str, seconds: float) -> None: ...
     def fell_through(self, model: str) -> None: ...
     def spent(self, model: str, usd: float, today_usd: float, budget_usd: float | None) -> None: ...
+    def shadow_agreement(self, signal: str, model: str, agreed: bool) -> None: ...
+    def shadow_skipped(self, why: str) -> None: ...
 
 
 class RouterError(Exception):
@@ -128,6 +131,7 @@ class Router:
         # system proxy for loopback or the stack's network (trust_env is only for remote https).
         self.client = httpx.AsyncClient(transport=transport, follow_redirects=False, trust_env=False)
         self.log: RotatingJsonl | None = None
+        self.shadow = Shadow(observer)
         self.settings = settings
         self.sticky = Sticky(settings.sticky_ttl_s)
         self.configure(settings)
@@ -140,8 +144,10 @@ class Router:
             if self.log is not None:
                 self.log.close()
             self.log = RotatingJsonl(path, settings.log_max_bytes, settings.log_backups) if settings.enabled else None
+        self.shadow.configure(settings, self.install_dir)
 
     async def aclose(self) -> None:
+        await self.shadow.aclose()
         await self.client.aclose()
         self.spend.close()
         if self.log is not None:
@@ -180,9 +186,12 @@ class Router:
                 return Plan(request_id, api, conversation, check, order, STICKY, kept, sticky=True,
                             key=key if remember else None)
         private = needs.private
-        may_leave = settings.private != "local_only" or not private or decision_stays_local(provider_for(settings, private))
-        asked = await ask(decider, settings, conversation.last_user or "\n".join(conversation.texts), client, private,
-                          may_leave)
+
+        def may_reach(provider: str | None) -> bool:
+            return settings.private != "local_only" or not private or decision_stays_local(provider)
+
+        text = conversation.last_user or "\n".join(conversation.texts)
+        asked = await ask(decider, settings, text, client, private, may_reach(provider_for(settings, private)))
         if asked.provider:
             self.observer.router_decision(asked.provider, asked.latency_ms / 1000)
         chosen = route(settings, asked.signals, needs, live)
@@ -191,6 +200,10 @@ class Router:
             raise RouterError(status, kind, chosen.reason)
         if remember:
             self.sticky.put(key, tuple(chosen.order))
+            if asked.provider:
+                self.shadow.offer(ShadowJob(request_id, client, text, private or asked.signals.private,
+                                            may_reach(settings.decision.shadow), needs, live, asked.signals,
+                                            chosen.model, asked.provider))
         order = [(settings.model(m), settings.model(m).upstream, chosen.reasoning_effort) for m in chosen.order]
         return Plan(request_id, api, conversation, check, order, chosen.reason, chosen, asked,
                     decided_locally=bool(asked.provider) and decision_stays_local(asked.provider),

@@ -76,6 +76,12 @@ def judged_text(text: str, limit: int) -> str:
     return f"{text[:half]}\n…\n{text[-half:]}"
 
 
+def decision_state(text: str, limit: int) -> dict[str, str]:
+    """What the engine is asked about: the judged prompt, as the context of a decide request
+    would carry it (so labelled rows for `system1 learn` reproduce it exactly)."""
+    return {"prompt": judged_text(text, limit)}
+
+
 def expected_level(decision: Decision, levels: tuple[str, ...]) -> float | None:
     if not decision.probabilities:
         return None
@@ -113,14 +119,15 @@ def provider_for(settings: RouterSettings, private: bool) -> str | None:
 
 
 async def ask(decider: Decider, settings: RouterSettings, text: str, client: str, private: bool,
-              may_leave: bool) -> Asked:
-    """The four questions about `text` in one decision call; `may_leave` False keeps it on
-    this machine (the caller has checked the provider it names, or the chain's first)."""
+              may_leave: bool, only: str | None = None, priority: int = INTERACTIVE) -> Asked:
+    """The four questions about `text` in one decision call, of provider `only` or the one
+    `provider_for` names; `may_leave` False keeps it on this machine (the caller has checked
+    that provider, or the chain's first)."""
     if not may_leave:
         return Asked(UNKNOWN, None, 0.0, "a private prompt may not reach the decision engine (private = \"local_only\")")
     started = time.perf_counter()
-    decisions = await decider.decide_many(judged_text(text, settings.decision.chars), questions(settings), client,
-                                          threshold=0.0, only=provider_for(settings, private))
+    decisions = await decider.decide_many(decision_state(text, settings.decision.chars), questions(settings), client,
+                                          priority, threshold=0.0, only=only or provider_for(settings, private))
     latency_ms = (time.perf_counter() - started) * 1000
     signals, error = signals_of(settings, decisions)
     provider = next((d.provider for d in decisions if d.provider), None)

@@ -89,6 +89,12 @@ class Metrics(Observer):
         self.router_spent_today = Gauge("system1_router_spent_today_usd", "US dollars spent today (UTC).", ["model"],
                                         registry=r)
         self.router_budget = Gauge("system1_router_daily_budget_usd", "A model's daily budget.", ["model"], registry=r)
+        self.router_shadow = Counter("system1_router_shadow_agreement",
+                                     "Shadow decisions agreeing (or not) with the decision, by signal and routed model.",
+                                     ["signal", "model", "agreed"], registry=r)
+        self.router_shadow_skipped = Counter("system1_router_shadow_skipped",
+                                             "Shadow decisions not made: queue_full, private or error.", ["why"],
+                                             registry=r)
         self.build = Info("system1_build", "Gateway build.", registry=r)
         self.build.info({"version": __version__})
 
@@ -155,6 +161,12 @@ class Metrics(Observer):
         self._child(self.router_spent_today, model).set(today_usd)
         if budget_usd is not None:
             self._child(self.router_budget, model).set(budget_usd)
+
+    def shadow_agreement(self, signal: str, model: str, agreed: bool) -> None:
+        self._child(self.router_shadow, signal, model, "true" if agreed else "false").inc()
+
+    def shadow_skipped(self, why: str) -> None:
+        self._child(self.router_shadow_skipped, why).inc()
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

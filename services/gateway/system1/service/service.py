@@ -24,6 +24,8 @@ from ..core.schema import RequestError
 from ..offline import outcomes
 from ..routing.hook import Outcome, RouteEvent, RoutingHook, feature_views, parse_features
 from ..router.service import Plan, Router
+from ..router.shadow import ShadowJob
+from ..router.signals import Asked, ask
 from ..routing.log import RoutingLog, labels_of, write_labels
 from .auth import KeyRing, write_bridge_token
 from .metrics import Metrics
@@ -31,6 +33,8 @@ from .reports import capabilities_report, health_report
 from .requestlog import RequestLog
 
 logger = logging.getLogger(__name__)
+#: The client the shadow engine's decisions are asked as: one client, for the lanes' fairness.
+SHADOW_CLIENT = "router-shadow"
 
 
 class _Core:
@@ -116,6 +120,7 @@ class Service:
         self.bridge_token = write_bridge_token(self.config.install_dir)
         self._load_keys(self.config)  # now with the bridge token
         self._health_task = asyncio.create_task(self._probe_forever())
+        self.router.shadow.start(self._ask_shadow)
 
     async def stop(self) -> None:
         if self._health_task is not None:
@@ -181,6 +186,14 @@ class Service:
                 return all(gateway.providers[n].local for n in names if n in gateway.providers)
 
             return await self.router.plan(api, body, client, gateway, stays_local, remember)
+
+    async def _ask_shadow(self, job: ShadowJob) -> Asked:
+        """The shadow provider's four answers for a planned request, as batch work (behind every
+        interactive decision in its lane)."""
+        settings = self.router.settings
+        async with self._use() as gateway:
+            return await ask(gateway, settings, job.text, SHADOW_CLIENT, job.private, job.may_ask,
+                             only=settings.decision.shadow, priority=BATCH)
 
     async def feedback(self, payload: Any, client: str) -> dict[str, Any]:
         """Label a remembered decision (the client is recorded as the label's source)."""
