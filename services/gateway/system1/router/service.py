@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -22,6 +22,7 @@ import httpx
 from ..core.jsonl import RotatingJsonl
 from ..core.schema import RequestError, new_request_id
 from .catalogue import ModelEntry, RouterSettings
+from .check import Judge, Verdict, answer_text, applies, stronger
 from .conversation import Conversation, from_anthropic, from_openai
 from .precheck import PreCheck, precheck
 from .scoring import BELOW_FLOOR, Live, Route, route
@@ -45,6 +46,8 @@ class RouterObserver(Protocol):
     def spent(self, model: str, usd: float, today_usd: float, budget_usd: float | None) -> None: ...
     def shadow_agreement(self, signal: str, model: str, agreed: bool) -> None: ...
     def shadow_skipped(self, why: str) -> None: ...
+    def checked(self, model: str, verdict: str) -> None: ...
+    def escalated(self, model: str, to: str) -> None: ...
 
 
 class RouterError(Exception):
@@ -223,7 +226,10 @@ class Router:
         return model, upstream, ""
 
     # -- forward -------------------------------------------------------------------------------
-    async def answer(self, plan: Plan, body: dict[str, Any], headers: Mapping[str, str], client: str) -> Reply:
+    async def answer(self, plan: Plan, body: dict[str, Any], headers: Mapping[str, str], client: str,
+                     judge: Judge | None = None) -> Reply:
+        """The plan's answer; a whole one is checked (and maybe escalated) by `judge` where
+        `[router.check]` applies."""
         stream = plan.conversation.stream
         started = time.perf_counter()
         self.in_flight.acquire(plan.model)
@@ -240,14 +246,18 @@ class Router:
                               f"every candidate failed: {exc}", failed) from None
         for attempt in forwarded.failed:
             self.observer.fell_through(self._label(attempt.model))
-        if forwarded.failed and plan.key is not None:  # the conversation stays with the model that answered
-            models = [m.id for m, _, _ in plan.order if m is not None]
-            self.sticky.put(plan.key, (forwarded.model, *(m for m in models if m != forwarded.model)))
-        reply_headers = {**forwarded.headers, **self.headers_for(plan, forwarded)}
         if forwarded.stream is None:
+            earlier: list[Forwarded] = []
+            checks: list[Verdict] = []
+            if judge is not None and plan.route is not None and applies(self.settings, stream, headers):
+                earlier, forwarded, checks = await self._check(plan, body, headers, forwarded, judge)
             self.in_flight.release(plan.model)
-            self._finish(plan, client, forwarded, time.perf_counter() - started)
+            self._stay_with(plan, forwarded, earlier)
+            self._finish(plan, client, forwarded, time.perf_counter() - started, earlier, checks)
+            reply_headers = {**forwarded.headers, **self.headers_for(plan, forwarded, earlier, checks)}
             return Reply(forwarded.status, reply_headers, forwarded.body)
+        self._stay_with(plan, forwarded, [])
+        reply_headers = {**forwarded.headers, **self.headers_for(plan, forwarded)}
 
         async def relay() -> AsyncIterator[bytes]:
             try:
@@ -260,7 +270,52 @@ class Router:
 
         return Reply(forwarded.status, reply_headers, None, relay())
 
-    def headers_for(self, plan: Plan, forwarded: Forwarded | None) -> dict[str, str]:
+    async def _check(self, plan: Plan, body: dict[str, Any], headers: Mapping[str, str], forwarded: Forwarded,
+                     judge: Judge) -> tuple[list[Forwarded], Forwarded, list[Verdict]]:
+        """Judge the answer; below the bar, send the request to the next stronger model, within
+        the caps. The answers replaced, the one the client gets, and every verdict."""
+        check, route = self.settings.check, plan.route
+        request = plan.conversation.last_user or "\n".join(plan.conversation.texts)
+        earlier: list[Forwarded] = []
+        checks: list[Verdict] = []
+        tried = {forwarded.model, *(a.model for a in forwarded.failed)}
+        escalation_cost = 0.0
+        while True:
+            text = answer_text(plan.api, forwarded.body) if forwarded.status == 200 else None
+            if text is None:
+                break
+            verdict = await judge(request, text, forwarded.model)
+            checks.append(verdict)
+            self.observer.checked(self._label(forwarded.model), "none" if verdict.p_yes is None else
+                                  "pass" if verdict.passed(check.min_probability) else "fail")
+            if verdict.passed(check.min_probability) or len(earlier) >= check.max_escalations:
+                break
+            better = stronger(route, forwarded.model, tried)
+            if better is None or escalation_cost + better.est_cost_usd > check.max_cost_usd:
+                break
+            model = self.settings.model(better.id)
+            tried.add(better.id)
+            try:
+                again = await forward(self.client, self.settings, plan.api, body, headers,
+                                      [(model, model.upstream, route.reasoning_effort)], False)
+            except AllFailed as exc:
+                for attempt in exc.failed:
+                    self.observer.fell_through(self._label(attempt.model))
+                break
+            self.observer.escalated(self._label(forwarded.model), better.id)
+            escalation_cost += better.est_cost_usd
+            earlier.append(forwarded)
+            forwarded = again
+        return earlier, forwarded, checks
+
+    def _stay_with(self, plan: Plan, forwarded: Forwarded, earlier: Sequence[Forwarded]) -> None:
+        """After a fall-through or an escalation, the conversation stays with the model that answered."""
+        if (forwarded.failed or earlier) and plan.key is not None:
+            models = [m.id for m, _, _ in plan.order if m is not None]
+            self.sticky.put(plan.key, (forwarded.model, *(m for m in models if m != forwarded.model)))
+
+    def headers_for(self, plan: Plan, forwarded: Forwarded | None, earlier: Sequence[Forwarded] = (),
+                    checks: Sequence[Verdict] = ()) -> dict[str, str]:
         headers = {"x-router-model": forwarded.model if forwarded else plan.model, "x-router-reason": plan.reason,
                    "x-router-request-id": plan.request_id}
         if plan.route is not None:
@@ -271,6 +326,11 @@ class Router:
             headers["x-router-decision-ms"] = f"{plan.asked.latency_ms:.1f}"
         if forwarded is not None and forwarded.failed:
             headers["x-router-failed"] = ", ".join(a.model for a in forwarded.failed)
+        if earlier:
+            headers["x-router-escalated"] = " -> ".join([*(f.model for f in earlier), forwarded.model])
+        if checks:
+            last = checks[-1]
+            headers["x-router-check"] = "none" if last.p_yes is None else f"{last.p_yes:.3f}"
         return {k: header_value(v) for k, v in headers.items()}
 
     # -- record --------------------------------------------------------------------------------
@@ -278,22 +338,29 @@ class Router:
         """A metric label: a catalogue id, or "passthrough" for a name only a client chose."""
         return model if self.settings.model(model) is not None else "passthrough"
 
-    def _finish(self, plan: Plan, client: str, forwarded: Forwarded, seconds: float) -> None:
-        model = self.settings.model(forwarded.model)
-        cost = forwarded.usage.cost(model) if model else 0.0
-        if model is not None and cost:
-            self.spend.add(model.id, cost)
-            self.observer.spent(model.id, cost, self.spend.today.get(model.id, 0.0), model.daily_budget_usd)
+    def _finish(self, plan: Plan, client: str, forwarded: Forwarded, seconds: float, earlier: Sequence[Forwarded] = (),
+                checks: Sequence[Verdict] = ()) -> None:
+        cost = sum(self._charge(f) for f in [*earlier, forwarded])
         status = "broken" if forwarded.broken else str(forwarded.status)
         self.observer.upstream(self._label(forwarded.model), status, seconds)
         self.observer.routed(self._label(forwarded.model), plan.reason if not forwarded.failed else FELL_THROUGH)
         if forwarded.broken:
             logger.warning("router: %s's stream for %s was cut short: %s", forwarded.model, plan.request_id,
                            forwarded.broken)
-        self._record(plan, client, forwarded, seconds, [f"{a.model} ({a.why})" for a in forwarded.failed], cost)
+        self._record(plan, client, forwarded, seconds, [f"{a.model} ({a.why})" for a in forwarded.failed], cost,
+                     earlier, checks)
+
+    def _charge(self, forwarded: Forwarded) -> float:
+        """An answer's cost from its usage, added to its model's spend."""
+        model = self.settings.model(forwarded.model)
+        cost = forwarded.usage.cost(model) if model else 0.0
+        if model is not None and cost:
+            self.spend.add(model.id, cost)
+            self.observer.spent(model.id, cost, self.spend.today.get(model.id, 0.0), model.daily_budget_usd)
+        return cost
 
     def _record(self, plan: Plan, client: str, forwarded: Forwarded | None, seconds: float, failed: list[str],
-                cost: float = 0.0) -> None:
+                cost: float = 0.0, earlier: Sequence[Forwarded] = (), checks: Sequence[Verdict] = ()) -> None:
         if self.log is None:
             return
         report = plan.report()
@@ -310,6 +377,8 @@ class Router:
             "broken": forwarded.broken if forwarded else None,
             "usage": asdict(forwarded.usage) if forwarded else None, "cost_usd": round(cost, 8),
             "upstream_ms": round(seconds * 1000, 1),
+            "escalated_from": [f.model for f in earlier],
+            "checks": [c.entry(self.settings.check.min_probability) for c in checks],
         }
         if self.settings.log_prompts:
             entry["prompt"] = plan.conversation.last_user

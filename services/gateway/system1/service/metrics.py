@@ -95,6 +95,12 @@ class Metrics(Observer):
         self.router_shadow_skipped = Counter("system1_router_shadow_skipped",
                                              "Shadow decisions not made: queue_full, private or error.", ["why"],
                                              registry=r)
+        self.router_checks = Counter("system1_router_checks",
+                                     "Answers checked, by model and verdict: pass, fail or none (no verdict).",
+                                     ["model", "verdict"], registry=r)
+        self.router_escalations = Counter("system1_router_escalations",
+                                          "Requests sent on to a stronger model after a failed check, by model and target.",
+                                          ["model", "to"], registry=r)
         self.build = Info("system1_build", "Gateway build.", registry=r)
         self.build.info({"version": __version__})
 
@@ -167,6 +173,12 @@ class Metrics(Observer):
 
     def shadow_skipped(self, why: str) -> None:
         self._child(self.router_shadow_skipped, why).inc()
+
+    def checked(self, model: str, verdict: str) -> None:
+        self._child(self.router_checks, model, verdict).inc()
+
+    def escalated(self, model: str, to: str) -> None:
+        self._child(self.router_escalations, model, to).inc()
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

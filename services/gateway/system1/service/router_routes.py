@@ -41,7 +41,7 @@ async def _chat(request: Request, service: ServiceDep, api: str) -> Response:
     try:
         body = await read_json(request)
         plan = await service.plan_route(api, body, request.state.system1_client)
-        reply = await service.router.answer(plan, body, request.headers, request.state.system1_client)
+        reply = await service.answer_route(plan, body, request.headers, request.state.system1_client)
     except (RouterError, RequestError) as exc:
         return _error(api, exc)
     if reply.stream is not None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,8 @@ from ..core.result import Decision
 from ..core.schema import RequestError
 from ..offline import outcomes
 from ..routing.hook import Outcome, RouteEvent, RoutingHook, feature_views, parse_features
-from ..router.service import Plan, Router
+from ..router.check import Verdict, judge
+from ..router.service import Plan, Reply, Router
 from ..router.shadow import ShadowJob
 from ..router.signals import Asked, ask
 from ..routing.log import RoutingLog, labels_of, write_labels
@@ -35,6 +36,16 @@ from .requestlog import RequestLog
 logger = logging.getLogger(__name__)
 #: The client the shadow engine's decisions are asked as: one client, for the lanes' fairness.
 SHADOW_CLIENT = "router-shadow"
+
+
+def _stays_local(gateway: Gateway) -> Callable[[str | None], bool]:
+    """Whether asking provider `name` (None: the chain) keeps a prompt on this machine."""
+
+    def stays_local(name: str | None) -> bool:
+        names = [name] if name else gateway.chain.names
+        return all(gateway.providers[n].local for n in names if n in gateway.providers)
+
+    return stays_local
 
 
 class _Core:
@@ -181,11 +192,17 @@ class Service:
         """The router's plan for a chat request, its decision asked of this core (`remember`
         False for a dry run: the conversation's model is not set)."""
         async with self._use() as gateway:
-            def stays_local(name: str | None) -> bool:
-                names = [name] if name else gateway.chain.names
-                return all(gateway.providers[n].local for n in names if n in gateway.providers)
+            return await self.router.plan(api, body, client, gateway, _stays_local(gateway), remember)
 
-            return await self.router.plan(api, body, client, gateway, stays_local, remember)
+    async def answer_route(self, plan: Plan, body: dict[str, Any], headers: Mapping[str, str], client: str) -> Reply:
+        """The plan's answer, with `[router.check]`'s verdicts asked of the core in use then."""
+
+        async def verdict(request: str, answer: str, model: str) -> Verdict:
+            async with self._use() as gateway:
+                return await judge(gateway, self.router.settings, request, answer, model, client,
+                                   plan.check.needs.private, _stays_local(gateway))
+
+        return await self.router.answer(plan, body, headers, client, verdict)
 
     async def _ask_shadow(self, job: ShadowJob) -> Asked:
         """The shadow provider's four answers for a planned request, as batch work (behind every
