@@ -122,6 +122,22 @@ def parser() -> argparse.ArgumentParser:
     outcomes.add_argument("--json", action="store_true")
     outcomes.set_defaults(func=command("transcripts", "outcomes"))
 
+    router = commands.add_parser("router", help="the model router's learning loop: refit skills, read the shadow")
+    router_commands = router.add_subparsers(dest="router_command", required=True)
+    refit = router_commands.add_parser("refit", parents=[service],
+                                       help="fit each model's per-topic skill from logged outcomes; --write saves them")
+    refit.add_argument("--log", help="the decision log (default: [router] log_file, else <state>/logs/router.jsonl)")
+    refit.add_argument("--outcomes", help="the outcome log (default: [router.outcomes] log_file)")
+    refit.add_argument("--prior-strength", type=bounded(float, 0), default=10.0,
+                       help="how many outcomes the catalogue's guess is worth (default 10)")
+    refit.add_argument("--write", action="store_true",
+                       help="write the skills overlay and have the running service reload it")
+    refit.add_argument("--json", action="store_true")
+    refit.set_defaults(func=command("router", "refit"))
+    shadow = router_commands.add_parser("shadow", help="agreement of the shadow engine, from the shadow log")
+    shadow.add_argument("--log", help="the shadow log (default: [router.decision] shadow_log)")
+    shadow.set_defaults(func=command("router", "shadow"))
+
     report = commands.add_parser("report", help="hint reach, adherence, subagent cost by tier, savings (totals only)")
     report.add_argument("--days", type=COUNT, default=14)
     report.add_argument("--projects-dir", help="Claude Code transcripts (default ~/.claude/projects)")

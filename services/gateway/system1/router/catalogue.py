@@ -23,6 +23,7 @@ environment variable that holds one.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -159,6 +160,9 @@ class DecisionSettings(_Table):
     shadow_queue: int = Field(default=64, ge=1, le=10_000)
     #: The shadow log: JSONL ("" : <state>/logs/router-shadow.jsonl), rotated as the decision log.
     shadow_log: str = ""
+
+    def shadow_log_path(self, install_dir: Path) -> Path:
+        return Path(self.shadow_log).expanduser() if self.shadow_log else install_dir / "logs" / "router-shadow.jsonl"
 
 
 class CheckSettings(_Table):
@@ -316,6 +320,9 @@ class RouterSettings(_Table):
         """A topic as the engine reads it: its name and what it means."""
         description = self.topic_descriptions.get(topic) or TOPICS.get(topic)
         return f"{topic}: {description}" if description else topic
+
+    def decision_log(self, install_dir: Path) -> Path:
+        return Path(self.log_file).expanduser() if self.log_file else install_dir / "logs" / "router.jsonl"
 
     def model(self, model_id: str) -> ModelEntry | None:
         return next((m for m in self.models if m.id == model_id), None)

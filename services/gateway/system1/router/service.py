@@ -26,10 +26,12 @@ from .check import Judge, Verdict, answer_text, applies, stronger
 from .conversation import Conversation, from_anthropic, from_openai
 from .precheck import PreCheck, precheck
 from .scoring import BELOW_FLOOR, Live, Route, route
+from .outcomes import Outcomes
 from .shadow import Shadow, ShadowJob
+from .skills import load_overlay
 from .signals import UNKNOWN, Asked, Decider, ask, provider_for
 from .state import InFlight, Spend, Sticky
-from .upstream import AllFailed, Forwarded, forward, missing_key
+from .upstream import AllFailed, Attempted, Forwarded, forward, missing_key
 
 logger = logging.getLogger(__name__)
 STICKY = "sticky: the conversation's model"
@@ -135,31 +137,39 @@ class Router:
         self.client = httpx.AsyncClient(transport=transport, follow_redirects=False, trust_env=False)
         self.log: RotatingJsonl | None = None
         self.shadow = Shadow(observer)
+        self.outcomes = Outcomes()
         self.settings = settings
         self.sticky = Sticky(settings.sticky_ttl_s)
         self.configure(settings)
 
     def configure(self, settings: RouterSettings) -> None:
+        """Take new settings (with the refitted skills overlay laid over the catalogue)."""
+        settings = load_overlay(settings, self.install_dir)
         self.settings = settings
         self.sticky.ttl_s = settings.sticky_ttl_s
-        path = Path(settings.log_file).expanduser() if settings.log_file else self.install_dir / "logs" / "router.jsonl"
+        path = settings.decision_log(self.install_dir)
         if self.log is None or self.log.path != path:
             if self.log is not None:
                 self.log.close()
             self.log = RotatingJsonl(path, settings.log_max_bytes, settings.log_backups) if settings.enabled else None
         self.shadow.configure(settings, self.install_dir)
+        self.outcomes.configure(settings, self.install_dir)
 
     async def aclose(self) -> None:
         await self.shadow.aclose()
+        self.outcomes.close()
         await self.client.aclose()
         self.spend.close()
         if self.log is not None:
             self.log.close()
 
     # -- plan ----------------------------------------------------------------------------------
-    def conversation(self, api: str, body: Any) -> Conversation:
+    def require_on(self) -> None:
         if not self.settings.enabled:
             raise RouterError(404, "not_found", "the router is off: set [router] enabled = true in the gateway config")
+
+    def conversation(self, api: str, body: Any) -> Conversation:
+        self.require_on()
         return READERS[api](body)
 
     async def plan(self, api: str, body: Any, client: str, decider: Decider,
@@ -174,6 +184,8 @@ class Router:
         request_id = new_request_id()
         if conversation.model not in settings.aliases:
             return Plan(request_id, api, conversation, check, [self._passthrough(conversation, check)], PASSED)
+        if remember:
+            self.outcomes.arrived(client, conversation)
         live = Live(dict(self.in_flight.counts), dict(self.spend.today), missing_key(settings))
         key = f"{client}\n{conversation.key}"
         remembered = self.sticky.get(key)
@@ -240,7 +252,7 @@ class Router:
             for attempt in exc.failed:
                 self.observer.fell_through(self._label(attempt.model))
             failed = [f"{a.model} ({a.why})" for a in exc.failed]
-            self._record(plan, client, None, time.perf_counter() - started, failed)
+            self._record(plan, client, None, time.perf_counter() - started, exc.failed)
             rate_limited = all(a.why == "HTTP 429" for a in exc.failed)
             raise RouterError(429 if rate_limited else 502, "rate_limit_error" if rate_limited else "api_error",
                               f"every candidate failed: {exc}", failed) from None
@@ -341,14 +353,15 @@ class Router:
     def _finish(self, plan: Plan, client: str, forwarded: Forwarded, seconds: float, earlier: Sequence[Forwarded] = (),
                 checks: Sequence[Verdict] = ()) -> None:
         cost = sum(self._charge(f) for f in [*earlier, forwarded])
+        if plan.key is not None:  # a routed request (not a pass-through): its turn may come again
+            self.outcomes.answered(client, plan.conversation, plan.request_id, forwarded.model)
         status = "broken" if forwarded.broken else str(forwarded.status)
         self.observer.upstream(self._label(forwarded.model), status, seconds)
         self.observer.routed(self._label(forwarded.model), plan.reason if not forwarded.failed else FELL_THROUGH)
         if forwarded.broken:
             logger.warning("router: %s's stream for %s was cut short: %s", forwarded.model, plan.request_id,
                            forwarded.broken)
-        self._record(plan, client, forwarded, seconds, [f"{a.model} ({a.why})" for a in forwarded.failed], cost,
-                     earlier, checks)
+        self._record(plan, client, forwarded, seconds, forwarded.failed, cost, earlier, checks)
 
     def _charge(self, forwarded: Forwarded) -> float:
         """An answer's cost from its usage, added to its model's spend."""
@@ -359,7 +372,7 @@ class Router:
             self.observer.spent(model.id, cost, self.spend.today.get(model.id, 0.0), model.daily_budget_usd)
         return cost
 
-    def _record(self, plan: Plan, client: str, forwarded: Forwarded | None, seconds: float, failed: list[str],
+    def _record(self, plan: Plan, client: str, forwarded: Forwarded | None, seconds: float, failed: list[Attempted],
                 cost: float = 0.0, earlier: Sequence[Forwarded] = (), checks: Sequence[Verdict] = ()) -> None:
         if self.log is None:
             return
@@ -373,7 +386,8 @@ class Router:
                          "error": report["decision_error"]},
             "required_skill": report["required_skill"],
             "candidates": [{k: c[k] for k in ("id", "skill", "est_cost_usd", "eligible")} for c in report["candidates"]],
-            "failed": failed, "status": forwarded.status if forwarded else None,
+            "failed": [{"model": a.model, "why": a.why} for a in failed],
+            "status": forwarded.status if forwarded else None,
             "broken": forwarded.broken if forwarded else None,
             "usage": asdict(forwarded.usage) if forwarded else None, "cost_usd": round(cost, 8),
             "upstream_ms": round(seconds * 1000, 1),

@@ -106,7 +106,7 @@ class Shadow:
     def configure(self, settings: RouterSettings, install_dir: Path) -> None:
         self.settings = settings
         decision = settings.decision
-        path = Path(decision.shadow_log).expanduser() if decision.shadow_log else install_dir / "logs" / "router-shadow.jsonl"
+        path = decision.shadow_log_path(install_dir)
         if self.log is not None and (self.log.path != path or not self.enabled):
             self.log.close()
             self.log = None
@@ -194,3 +194,32 @@ class Shadow:
                 entry["rows"] = learn_rows(settings, job.text, asked.signals)
         if self.log is not None:
             self.log.write(entry)
+
+
+def shadow_report(entries: list[dict[str, Any]]) -> str:
+    """Agreement per signal, overall and per routed model, and where the shadow would have routed
+    elsewhere (`system1 router shadow`)."""
+    compared = [e for e in entries if isinstance(e.get("agree"), dict)]
+    failed = sum(1 for e in entries if isinstance(e.get("shadow"), dict) and e["shadow"].get("error"))
+    if not compared:
+        return f"No shadow decisions compared yet ({failed} failed)."
+    columns = (*SIGNALS, "model")
+
+    def row(name: str, group: list[dict[str, Any]]) -> str:
+        shares = [sum(bool(e["agree"].get(c)) for e in group) / len(group) for c in columns]
+        return f"| {name} | {len(group)} | " + " | ".join(f"{share:.0%}" for share in shares) + " |"
+
+    by_model: dict[str, list[dict[str, Any]]] = {}
+    moved: dict[tuple[str, str], int] = {}
+    for e in compared:
+        ours, theirs = e["primary"].get("model") or "none", e["shadow"].get("model") or "none"
+        by_model.setdefault(ours, []).append(e)
+        if ours != theirs:
+            moved[ours, theirs] = moved.get((ours, theirs), 0) + 1
+    lines = [f"{len(compared)} decisions compared with the shadow ({failed} shadow decisions failed).", "",
+             "| routed model | decisions | " + " | ".join(columns) + " agree |", "|---" * (len(columns) + 2) + "|",
+             row("all", compared), *(row(model, group) for model, group in sorted(by_model.items()))]
+    if moved:
+        lines += ["", "Where the shadow's signals would have routed elsewhere:", "", "| routed | shadow's route | decisions |",
+                  "|---|---|---|", *(f"| {a} | {b} | {n} |" for (a, b), n in sorted(moved.items(), key=lambda kv: -kv[1]))]
+    return "\n".join(lines)

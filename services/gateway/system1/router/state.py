@@ -8,13 +8,13 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
-import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
 from datetime import date, datetime, timezone
 from pathlib import Path
+
+from ..core.files import write_whole
 
 logger = logging.getLogger(__name__)
 #: Conversations remembered at most (the oldest is forgotten first).
@@ -125,9 +125,6 @@ class Spend:
 
     def _write(self, day: date, spent: dict[str, float]) -> None:
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            temporary = self.path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-            temporary.write_text(json.dumps({"date": day.isoformat(), "spent_usd": spent}), encoding="utf-8")
-            os.replace(temporary, self.path)
+            write_whole(self.path, json.dumps({"date": day.isoformat(), "spent_usd": spent}))
         except OSError as exc:  # the request was answered; only the record is lost
             logger.error("router spend could not be saved to %s: %s", self.path, exc)

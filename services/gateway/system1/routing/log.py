@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import secrets
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from ..core.files import write_whole
 from .features import FEATURES
 
 
@@ -95,9 +95,7 @@ def rewrite_entries(path: Path, change: Callable[[dict[str, Any]], bool]) -> int
         if isinstance(entry, dict) and change(entry):
             raw, changed = json.dumps(entry, ensure_ascii=False), changed + 1
         lines.append(raw)
-    partial = path.with_suffix(path.suffix + ".tmp")
-    partial.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    os.replace(partial, path)
+    write_whole(path, "\n".join(lines) + "\n")
     return changed
 
 

@@ -28,7 +28,7 @@ JSON_TYPE = "application/json"
 CHAT_PATHS = frozenset({"/v1/chat/completions", "/v1/messages", "/v1/messages/count_tokens", "/v1/router/route"})
 # The REST routes that take a body; a POST elsewhere is the router's 404 or 405.
 JSON_POSTS = frozenset({"/v1/decide", "/v1/route", "/v1/features", "/v1/reload", "/v1/feedback", "/v1/outcomes",
-                        "/v1/embed", "/v1/routing/labels", *CHAT_PATHS})
+                        "/v1/embed", "/v1/routing/labels", "/v1/router/feedback", *CHAT_PATHS})
 
 
 def _refuse(code: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:

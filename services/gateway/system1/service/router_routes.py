@@ -83,6 +83,20 @@ async def dry_run(request: Request, service: ServiceDep, api: Literal["openai", 
     return JSONResponse(plan.report(), headers=service.router.headers_for(plan, None))
 
 
+@router_routes.post("/v1/router/feedback", responses=CHAT_ERRORS, openapi_extra={"requestBody": {"required": True, "content": {
+    "application/json": {"schema": {"type": "object", "additionalProperties": False, "required": ["request_id", "verdict"],
+                                    "properties": {"request_id": {"type": "string", "pattern": "^[0-9a-f]{32}$"},
+                                                   "verdict": {"enum": ["good", "bad"]}}}}}}})
+async def feedback(request: Request, service: ServiceDep) -> JSONResponse:
+    """A client's verdict on a routed answer, by its `X-Router-Request-Id`: an outcome
+    `system1 router refit` learns the answering model's skill from."""
+    try:
+        service.router.require_on()
+        return JSONResponse(service.router.outcomes.feedback(await read_json(request), request.state.system1_client))
+    except (RouterError, RequestError) as exc:
+        return _error("openai", exc)
+
+
 @router_routes.get("/v1/models")
 async def models(service: ServiceDep) -> dict[str, Any]:
     """The routed aliases and the catalogue's models, in OpenAI's list shape."""

@@ -1,0 +1,66 @@
+"""`system1 router refit` and `system1 router shadow`: what the router's logs say.
+
+Both read the logs in this machine's state directory (the config's paths), so in the stack they
+run inside the gateway's container: `docker exec system1-gateway system1 router refit`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from . import EXIT_OK, EXIT_START, talk_to_service
+
+
+def refit(args: argparse.Namespace) -> int:
+    from ..core.config import load_config
+    from ..offline.refit import evidence, fit, overlay, read_logs, render
+    from ..router.outcomes import outcome_log_path
+    from ..router.skills import load_overlay, skills_path, write_skills
+    from .service import _reload as reload_service
+
+    config = load_config()
+    if config.errors:
+        print("system1 router refit: the config has errors:", *config.errors, sep="\n  ", file=sys.stderr)
+        return EXIT_START
+    catalogue, install = config.settings.router, config.install_dir
+    decisions = read_logs(Path(args.log) if args.log else catalogue.decision_log(install))
+    outcomes = read_logs(Path(args.outcomes) if args.outcomes else outcome_log_path(catalogue, install))
+    tallies, skipped = evidence(decisions.entries, outcomes.entries, catalogue.outcomes.retry_window_s)
+    fitted = fit(catalogue, load_overlay(catalogue, install), tallies, args.prior_strength)
+    document = overlay(fitted, args.prior_strength)
+    if args.json:
+        print(json.dumps({**document, "refitted": [{"model": f.model, "topic": f.topic, "guess": f.guess,
+                                                    "current": f.current, "new": f.new, "good": f.tally.successes,
+                                                    "bad": f.tally.failures, "sources": dict(f.tally.sources)}
+                                                   for f in fitted]}, indent=2))
+    else:
+        print(render(fitted, skipped, len(decisions.entries), args.prior_strength))
+    unreadable = decisions.unreadable + outcomes.unreadable
+    if unreadable:
+        print(f"{unreadable} log lines were not JSON objects and were skipped.", file=sys.stderr)
+    if not args.write:
+        if fitted:
+            print("\nNothing written: --write saves these skills for the router.", file=sys.stderr)
+        return EXIT_OK
+    path = skills_path(catalogue, install)
+    write_skills(path, document)
+    print(f"\nwrote {path}", file=sys.stderr)
+    if talk_to_service(args, reload_service) != EXIT_OK:
+        print("The router takes these skills when the service next starts or reloads (`system1 reload`).",
+              file=sys.stderr)
+    return EXIT_OK
+
+
+def shadow(args: argparse.Namespace) -> int:
+    from ..core.config import load_config
+    from ..offline.refit import read_logs
+    from ..router.shadow import shadow_report
+
+    config = load_config()
+    settings = config.settings.router
+    path = Path(args.log) if args.log else settings.decision.shadow_log_path(config.install_dir)
+    print(shadow_report(read_logs(path).entries))
+    return EXIT_OK

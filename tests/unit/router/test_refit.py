@@ -1,0 +1,145 @@
+"""The learning loop's evidence and estimator: retries and feedback recorded, outcomes gathered
+per model and topic from both logs, skills shrunk toward the catalogue's guesses, and an
+overlay the router lays over its catalogue."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+
+from system1.core.schema import RequestError
+from system1.offline.refit import Tally, evidence, fit, overlay, read_logs
+from system1.router.catalogue import RouterSettings
+from system1.router.conversation import from_openai
+from system1.router.outcomes import Outcomes
+from system1.router.skills import apply_skills, load_overlay, read_skills, write_skills
+
+CHEAP, TOP = "cloud/cheap", "cloud/top"
+NOW = 1_800_000_000.0
+
+
+def catalogue(**changes) -> RouterSettings:
+    return RouterSettings.model_validate({
+        "enabled": True, "upstreams": {"cloud": {"base_url": "http://127.0.0.1:9", "local": False}},
+        "models": [{"id": CHEAP, "upstream": "cloud", "price": {"in": 1, "out": 2}, "default_skill": 0.5,
+                    "skills": {"debugging": 0.6}},
+                   {"id": TOP, "upstream": "cloud", "price": {"in": 4, "out": 8}, "default_skill": 0.9}],
+        **changes})
+
+
+def turn(text: str, history: int = 0):
+    messages = [{"role": "user", "content": f"earlier {i}"} for i in range(history)] + [{"role": "user", "content": text}]
+    return from_openai({"model": "auto", "messages": messages})
+
+
+def decided(request_id: str, model: str, topic: str = "debugging", ts: float = NOW - 3600, **extra) -> dict:
+    return {"ts": ts, "id": request_id, "model": model, "signals": {"primary": topic}, "failed": [], "checks": [], **extra}
+
+
+def test_the_same_turn_again_within_the_window_makes_the_earlier_answer_bad(tmp_path):
+    outcomes = Outcomes()
+    outcomes.configure(catalogue(outcomes={"retry_window_s": 60}), tmp_path)
+    outcomes.answered("alice", turn("why does it crash?"), "a" * 32, CHEAP, now=NOW)
+    assert outcomes.arrived("bob", turn("why does it crash?"), now=NOW + 5) is None  # another client
+    assert outcomes.arrived("alice", turn("why does it crash?", history=2), now=NOW + 5) is None  # another turn
+    assert outcomes.arrived("alice", turn("why does it crash?"), now=NOW + 5) == "a" * 32
+    assert outcomes.arrived("alice", turn("why does it crash?"), now=NOW + 6) is None  # counted once
+    outcomes.answered("alice", turn("and now?"), "b" * 32, TOP, now=NOW)
+    assert outcomes.arrived("alice", turn("and now?"), now=NOW + 61) is None  # past the window
+    outcomes.close()
+    [line] = [json.loads(x) for x in (tmp_path / "logs" / "router-outcomes.jsonl").read_text().splitlines()]
+    assert (line["id"], line["model"], line["outcome"], line["source"]) == ("a" * 32, CHEAP, "bad", "retry")
+
+
+def test_feedback_is_recorded_by_request_id_and_bad_bodies_name_the_field(tmp_path):
+    outcomes = Outcomes()
+    outcomes.configure(catalogue(), tmp_path)
+    outcomes.answered("alice", turn("hi"), "c" * 32, CHEAP)
+    assert outcomes.feedback({"request_id": "c" * 32, "verdict": "good"}, "alice") == \
+        {"recorded": True, "request_id": "c" * 32, "known": True}
+    assert outcomes.feedback({"request_id": "d" * 32, "verdict": "bad"}, "alice")["known"] is False
+    for body, field in [({"request_id": "nope", "verdict": "good"}, "request_id"), ({"request_id": "c" * 32}, "verdict"),
+                        ({"request_id": "c" * 32, "verdict": "meh"}, "verdict"), ([], "feedback"),
+                        ({"request_id": "c" * 32, "verdict": "good", "extra": 1}, "feedback")]:
+        with pytest.raises(RequestError, match=f"^{field}"):
+            outcomes.feedback(body, "alice")
+    outcomes.close()
+    sources = [json.loads(x)["outcome"] for x in (tmp_path / "logs" / "router-outcomes.jsonl").read_text().splitlines()]
+    assert sources == ["good", "bad"]
+
+
+def test_evidence_counts_each_source_under_the_requests_main_topic():
+    decisions = [
+        decided("1" * 32, TOP, failed=[{"model": CHEAP, "why": "HTTP 503"}]),  # cheap failed upstream; top accepted
+        decided("2" * 32, TOP, checks=[{"model": CHEAP, "p_yes": 0.2, "passed": False},
+                                       {"model": TOP, "p_yes": 0.9, "passed": True}], escalated_from=[CHEAP]),
+        decided("3" * 32, CHEAP),  # retried: bad
+        decided("4" * 32, CHEAP, checks=[{"model": CHEAP, "p_yes": 0.95, "passed": True}]),  # feedback bad overrides
+        decided("5" * 32, CHEAP, ts=NOW - 10),  # too recent to count as accepted
+        {"ts": NOW - 3600, "id": "6" * 32, "model": TOP, "signals": {"primary": ""}},  # a sticky turn
+        decided("7" * 32, CHEAP, checks=[{"model": CHEAP, "p_yes": None, "passed": True}]),  # no verdict: accepted
+    ]
+    outcomes = [{"ts": NOW - 100, "id": "3" * 32, "source": "retry", "outcome": "bad"},
+                {"ts": NOW - 90, "id": "4" * 32, "source": "feedback", "outcome": "good"},
+                {"ts": NOW - 80, "id": "4" * 32, "source": "feedback", "outcome": "bad"}]
+    tallies, skipped = evidence(decisions, outcomes, retry_window_s=120, now=NOW)
+    cheap, top = tallies[CHEAP, "debugging"], tallies[TOP, "debugging"]
+    assert (cheap.successes, cheap.failures) == (1, 4)
+    assert dict(cheap.sources) == {"upstream": 1, "check": 1, "retry": 1, "feedback": 1, "accepted": 1}
+    assert (top.successes, top.failures) == (2, 0) and dict(top.sources) == {"accepted": 1, "check": 1}
+    assert sum(skipped.values()) == 2
+
+
+def test_skills_shrink_toward_the_catalogues_guess_when_outcomes_are_few():
+    settings = catalogue()
+    few = {(CHEAP, "debugging"): _tally(good=0, bad=2)}
+    many = {(CHEAP, "debugging"): _tally(good=180, bad=20)}
+    [slight] = fit(settings, settings, few, prior_strength=10)
+    [measured] = fit(settings, settings, many, prior_strength=10)
+    assert slight.guess == 0.6 and slight.new == pytest.approx(6 / 12, abs=1e-3)  # (10·0.6 + 0) / 12
+    assert measured.new == pytest.approx((6 + 180) / 210, abs=1e-3)  # close to the measured 0.9
+    [raw] = fit(settings, settings, many, prior_strength=0)
+    assert raw.new == 0.9
+
+
+def test_a_refit_starts_from_the_catalogue_not_from_the_skills_in_use():
+    settings = catalogue()
+    in_use = apply_skills(settings, {CHEAP: {"debugging": 0.2}})
+    [fitted] = fit(settings, in_use, {(CHEAP, "debugging"): _tally(good=10, bad=0)}, prior_strength=10)
+    assert (fitted.guess, fitted.current, fitted.new) == (0.6, 0.2, 0.8)
+
+
+def test_the_overlay_is_laid_over_the_catalogue_and_a_broken_one_is_skipped(tmp_path, caplog):
+    settings = catalogue()
+    [fitted] = fit(settings, settings, {(TOP, "security"): _tally(good=0, bad=10)}, prior_strength=10)
+    document = overlay([fitted], 10)
+    document["skills"]["gone/model"] = {"chat": 0.5}
+    write_skills(tmp_path / "router" / "skills.json", document)
+    with caplog.at_level(logging.WARNING):
+        loaded = load_overlay(settings, tmp_path)
+    assert loaded.model(TOP).skill("security") == 0.45 and loaded.model(TOP).skill("chat") == 0.9
+    assert loaded.model(CHEAP).skill("debugging") == 0.6 and "gone/model is not in the catalogue" in caplog.text
+    assert read_skills(tmp_path / "router" / "skills.json")[TOP] == {"security": 0.45}
+    (tmp_path / "router" / "skills.json").write_text('{"skills": {"cloud/top": {"chat": 7}}}')
+    with caplog.at_level(logging.ERROR):
+        assert load_overlay(settings, tmp_path).model(TOP).skill("chat") == 0.9
+    assert "skills.cloud/top.chat: must be a number between 0 and 1" in caplog.text
+
+
+def test_rotated_logs_are_read_oldest_first_and_bad_lines_counted(tmp_path):
+    log = tmp_path / "router.jsonl"
+    (tmp_path / "router.jsonl.2").write_text('{"id": "a"}\n')
+    (tmp_path / "router.jsonl.1").write_text('{"id": "b"}\nnot json\n')
+    log.write_text('{"id": "c"}\n[1]\n')
+    read = read_logs(log)
+    assert [e["id"] for e in read.entries] == ["a", "b", "c"] and read.unreadable == 2
+    assert read_logs(tmp_path / "absent.jsonl").entries == []
+
+
+def _tally(good: int, bad: int) -> Tally:
+    tally = Tally()
+    for i in range(good + bad):
+        tally.add(i < good, "feedback")
+    return tally
