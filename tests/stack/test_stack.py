@@ -2,7 +2,8 @@
 on loopback only, serves MCP over `docker exec -i`, survives the loss of its engine, is scraped
 by Prometheus, runs the commands the plugin's skills give it, switches to llama-server in its own
 container with one config change and a reload, routes chat between the llama tier and a cloud
-tier (falling through, keeping private prompts local), and the torch image serves each torch engine."""
+tier (falling through, keeping private prompts local), has data for every dashboard panel after
+routed traffic, and the torch image serves each torch engine."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import json
 import os
 import subprocess
 import threading
+import time
 
 import anthropic
 import anyio
@@ -309,16 +311,21 @@ local = false
 '''
 
 
-def test_the_router_routes_between_the_llama_tier_and_a_cloud_tier_and_keeps_private_prompts_local(stack, http):
-    compose = [*compose_command(), "--profile", "llama"]
-    env = {**os.environ, "COMPOSE_PROJECT_NAME": "system1"}
-    original = STACK_CONFIG.read_text()
-    subprocess.run([*compose, "up", "-d", "llama"], cwd=ROOT, env=env, check=True, capture_output=True, timeout=300)
+def _start_fake_cloud() -> None:
+    """The fake hosted chat API as `fakecloud` on the stack's engine network."""
     subprocess.run(["docker", "rm", "-f", "system1-fakecloud"], capture_output=True, timeout=60)
     fake = ["docker", "run", "-d", "--name", "system1-fakecloud", "--network", "system1_engines", "--network-alias",
             "fakecloud", "-v", f"{ROOT / 'tests' / 'fakes'}:/fakes:ro", "--entrypoint", "python3", "system1/gateway:dev",
             "/fakes/hosted_chat.py", "--port", "8000"]
     subprocess.run(fake, check=True, capture_output=True, timeout=60)
+
+
+def test_the_router_routes_between_the_llama_tier_and_a_cloud_tier_and_keeps_private_prompts_local(stack, http):
+    compose = [*compose_command(), "--profile", "llama"]
+    env = {**os.environ, "COMPOSE_PROJECT_NAME": "system1"}
+    original = STACK_CONFIG.read_text()
+    subprocess.run([*compose, "up", "-d", "llama"], cwd=ROOT, env=env, check=True, capture_output=True, timeout=300)
+    _start_fake_cloud()
     chat = openai.OpenAI(base_url="http://127.0.0.1:8080/v1", api_key="unused", max_retries=0, timeout=120)
     hello = [{"role": "user", "content": "Say hi in three words"}]
     try:
@@ -377,3 +384,67 @@ def test_the_router_routes_between_the_llama_tier_and_a_cloud_tier_and_keeps_pri
         in_gateway("reload")
         subprocess.run(["docker", "rm", "-f", "system1-fakecloud"], capture_output=True, timeout=60)
         subprocess.run([*compose, "rm", "-sf", "llama"], cwd=ROOT, env=env, capture_output=True, timeout=120)
+
+
+LEARNING_LOOP = '''
+[[router.models]]
+id = "cloud/cheap"
+upstream = "fakecloud"
+price = { in = 0.1, out = 0.2 }
+default_skill = 0.5
+daily_budget_usd = 5
+
+[router.check]
+enabled = true
+min_probability = 1.0
+'''
+
+
+def prometheus_query(query: str) -> list[dict]:
+    body = httpx.get(f"{PROMETHEUS}/api/v1/query", params={"query": query}, timeout=10).json()
+    assert body["status"] == "success", body
+    return body["data"]["result"]
+
+
+def test_every_dashboard_panel_returns_data_from_prometheus_after_real_traffic(stack, http):
+    """Routed chat with the llama tier down (a fall-through), a check no answer passes (an
+    escalation to the strongest model), the shadow engine on, and decisions that abstain; then
+    each panel's query of deploy/grafana, asked of the stack's Prometheus, has a number."""
+    original = STACK_CONFIG.read_text()
+    _start_fake_cloud()
+    config = (original.replace('fallback_model = "anthropic/claude-sonnet-4.5"',
+                               'fallback_model = "cloud/fake"\nmin_skill = [0.1, 0.1, 0.1, 0.1]\nrisk_bonus = [0.0, 0.0, 0.0]')
+              .replace('private = "prefer_local"', 'private = "ignore"')
+              .replace("chars = 1000", 'chars = 1000\nshadow = "systemone"'))
+    chat = openai.OpenAI(base_url="http://127.0.0.1:8080/v1", api_key="unused", max_retries=0, timeout=120)
+    try:
+        STACK_CONFIG.write_text(config + ROUTER_TIERS + LEARNING_LOOP)
+        assert in_gateway("reload").returncode == 0
+        wait_until(lambda: _fake_cloud_asked() is not None, 60, "the fake cloud tier to answer")
+        for round_ in range(2):  # two rounds a scrape apart, so every rate has an increase to show
+            for i in range(3):
+                raw = chat.chat.completions.with_raw_response.create(
+                    model="auto", max_tokens=8, messages=[{"role": "user", "content": f"Write a haiku, take {round_}.{i}"}])
+                assert raw.headers["x-router-failed"] == "local/gemma-3-270m", raw.headers  # llama is not running
+                assert raw.headers["x-router-escalated"] == "cloud/cheap -> cloud/fake", raw.headers
+            abstained = http.post("/v1/decide", json={**TEAMS, "min_confidence": 0.999}).json()
+            assert abstained["status"] == "abstained"
+            wait_until(lambda: prometheus_query("sum(system1_router_escalations_total)") and
+                       float(prometheus_query("sum(system1_router_escalations_total)")[0]["value"][1]) >= 3 * (round_ + 1),
+                       60, "Prometheus to scrape the round's traffic")
+        wait_until(lambda: float(prometheus_query("sum(system1_router_shadow_agreement_total)")[0]["value"][1]) >= 30,
+                   60, "the shadow's decisions to be scraped")
+        time.sleep(6)  # one more scrape: the last increases fall inside every window
+        panels = json.loads((ROOT / "deploy" / "grafana" / "dashboards" / "system1.json").read_text())["panels"]
+        empty = []
+        for panel in panels:
+            for target in panel.get("targets", []):
+                values = [float(r["value"][1]) for r in prometheus_query(target["expr"])]
+                if not any(v == v for v in values):  # no series, or only NaN
+                    empty.append(f"{panel['title']} ({target['refId']}): {target['expr']}")
+        assert empty == []
+    finally:
+        chat.close()
+        STACK_CONFIG.write_text(original)
+        in_gateway("reload")
+        subprocess.run(["docker", "rm", "-f", "system1-fakecloud"], capture_output=True, timeout=60)

@@ -336,8 +336,9 @@ class Router:
                         "x-router-risk": str(plan.route.risk)}
         if plan.asked is not None and plan.asked.provider:
             headers["x-router-decision-ms"] = f"{plan.asked.latency_ms:.1f}"
-        if forwarded is not None and forwarded.failed:
-            headers["x-router-failed"] = ", ".join(a.model for a in forwarded.failed)
+        failed = _failed([*earlier, forwarded] if forwarded is not None else [])
+        if failed:
+            headers["x-router-failed"] = ", ".join(a.model for a in failed)
         if earlier:
             headers["x-router-escalated"] = " -> ".join([*(f.model for f in earlier), forwarded.model])
         if checks:
@@ -357,11 +358,12 @@ class Router:
             self.outcomes.answered(client, plan.conversation, plan.request_id, forwarded.model)
         status = "broken" if forwarded.broken else str(forwarded.status)
         self.observer.upstream(self._label(forwarded.model), status, seconds)
-        self.observer.routed(self._label(forwarded.model), plan.reason if not forwarded.failed else FELL_THROUGH)
+        failed = _failed([*earlier, forwarded])
+        self.observer.routed(self._label(forwarded.model), plan.reason if not failed else FELL_THROUGH)
         if forwarded.broken:
             logger.warning("router: %s's stream for %s was cut short: %s", forwarded.model, plan.request_id,
                            forwarded.broken)
-        self._record(plan, client, forwarded, seconds, forwarded.failed, cost, earlier, checks)
+        self._record(plan, client, forwarded, seconds, failed, cost, earlier, checks)
 
     def _charge(self, forwarded: Forwarded) -> float:
         """An answer's cost from its usage, added to its model's spend."""
@@ -397,6 +399,11 @@ class Router:
         if self.settings.log_prompts:
             entry["prompt"] = plan.conversation.last_user
         self.log.write(entry)
+
+
+def _failed(answers: Sequence[Forwarded]) -> list[Attempted]:
+    """The candidates that failed before any of these answers (the first, and any escalation)."""
+    return [attempt for answer in answers for attempt in answer.failed]
 
 
 def error_body(api: str, error: RouterError | RequestError) -> dict[str, Any]:
