@@ -24,12 +24,12 @@ from ..core.schema import RequestError, new_request_id
 from .catalogue import ModelEntry, RouterSettings
 from .check import Judge, Verdict, answer_text, applies, stronger
 from .conversation import Conversation, from_anthropic, from_openai
+from .outcomes import Outcomes
 from .precheck import PreCheck, precheck
 from .scoring import BELOW_FLOOR, Live, Route, route
-from .outcomes import Outcomes
 from .shadow import Shadow, ShadowJob
-from .skills import load_overlay
 from .signals import UNKNOWN, Asked, Decider, ask, provider_for
+from .skills import load_overlay
 from .state import InFlight, Spend, Sticky
 from .upstream import AllFailed, Attempted, Forwarded, forward, missing_key
 
@@ -249,15 +249,13 @@ class Router:
             forwarded = await forward(self.client, self.settings, plan.api, body, headers, plan.order, stream)
         except AllFailed as exc:
             self.in_flight.release(plan.model)
-            for attempt in exc.failed:
-                self.observer.fell_through(self._label(attempt.model))
+            self._fell_through(exc.failed)
             failed = [f"{a.model} ({a.why})" for a in exc.failed]
             self._record(plan, client, None, time.perf_counter() - started, exc.failed)
             rate_limited = all(a.why == "HTTP 429" for a in exc.failed)
             raise RouterError(429 if rate_limited else 502, "rate_limit_error" if rate_limited else "api_error",
                               f"every candidate failed: {exc}", failed) from None
-        for attempt in forwarded.failed:
-            self.observer.fell_through(self._label(attempt.model))
+        self._fell_through(forwarded.failed)
         if forwarded.stream is None:
             earlier: list[Forwarded] = []
             checks: list[Verdict] = []
@@ -311,8 +309,7 @@ class Router:
                 again = await forward(self.client, self.settings, plan.api, body, headers,
                                       [(model, model.upstream, route.reasoning_effort)], False)
             except AllFailed as exc:
-                for attempt in exc.failed:
-                    self.observer.fell_through(self._label(attempt.model))
+                self._fell_through(exc.failed)
                 break
             self.observer.escalated(self._label(forwarded.model), better.id)
             escalation_cost += better.est_cost_usd
@@ -350,6 +347,10 @@ class Router:
     def _label(self, model: str) -> str:
         """A metric label: a catalogue id, or "passthrough" for a name only a client chose."""
         return model if self.settings.model(model) is not None else "passthrough"
+
+    def _fell_through(self, attempts: Sequence[Attempted]) -> None:
+        for attempt in attempts:
+            self.observer.fell_through(self._label(attempt.model))
 
     def _finish(self, plan: Plan, client: str, forwarded: Forwarded, seconds: float, earlier: Sequence[Forwarded] = (),
                 checks: Sequence[Verdict] = ()) -> None:
