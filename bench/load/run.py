@@ -30,7 +30,7 @@ import httpx
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from benchlib import free_port, percentile, process  # noqa: E402
+from benchlib import free_port, percentile, process, served_gateway  # noqa: E402
 SEED = {"question": "Rerun the flaky pipeline or block the merge?", "options": ["rerun the pipeline", "block the merge"]}
 INTERACTIVE_Q = {"question": "Is this command destructive: rm -rf build/?"}
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -59,24 +59,6 @@ def engine(base_ms: float, per_question_ms: float):
 
 
 @contextmanager
-def gateway(config: str):
-    port = free_port()
-    state = Path(tempfile.mkdtemp(prefix="system1-bench-"))
-    (state / "config.toml").write_text(config)
-    # Bytecode is cached as it is for an installed package, so spawn figures do not include
-    # compiling every module (some shells set PYTHONDONTWRITEBYTECODE).
-    inherited = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env = {**inherited, "SYSTEM1_CONFIG": str(state / "config.toml"), "SYSTEM1_INSTALL_DIR": str(state),
-           "SYSTEM1_LOG_LEVEL": "WARNING", "SYSTEM1_GATEWAY_URL": f"http://127.0.0.1:{port}"}
-    args = [sys.executable, "-m", "system1", "serve", "--port", str(port)]
-    try:
-        with process(args, env, ready_url=f"http://127.0.0.1:{port}/readyz") as proc:
-            yield f"http://127.0.0.1:{port}", proc, env
-    finally:
-        shutil.rmtree(state, ignore_errors=True)
-
-
-@contextmanager
 def bare_endpoint():
     """The reference endpoint (bare_endpoint.py) on the same server stack as the gateway."""
     port = free_port()
@@ -91,7 +73,7 @@ def side_by_side(seconds: int, rounds: int) -> dict:
     from system1.service.server import server_stack
 
     runs: dict[str, list[dict]] = {"gateway": [], "bare": []}
-    with gateway(MOCK_CONFIG) as (url, proc, _), bare_endpoint() as (bare_url, bare_proc):
+    with served_gateway(MOCK_CONFIG) as (url, proc, _), bare_endpoint() as (bare_url, bare_proc):
         for _ in range(rounds):
             for name, base, pid in (("gateway", url, proc.pid), ("bare", bare_url, bare_proc.pid)):
                 runs[name].append(wrk(base + "/v1/decide", SEED, 16, seconds, watch_pid=pid))
@@ -270,7 +252,7 @@ def main() -> None:
     results["against_bare_endpoint"] = side_by_side(seconds, 3 if args.quick else 5)
 
     print("mock: latency with one client, throughput with 64", flush=True)
-    with gateway(MOCK_CONFIG) as (url, proc, env):
+    with served_gateway(MOCK_CONFIG) as (url, proc, env):
         time.sleep(1)
         results["rss_idle_mb"] = round(rss_mb(proc.pid), 1)
         results["mock_one_client"] = wrk(url + "/v1/decide", SEED, 1, seconds, watch_pid=proc.pid)
@@ -279,7 +261,7 @@ def main() -> None:
         results["mcp_entry"] = mcp_entry_costs(env, 200 if not args.quick else 50)
 
     print("HTTP adapter: direct engine call against the same call through the gateway", flush=True)
-    with engine(0, 0) as endpoint, gateway(systemone_config(endpoint, batch=False)) as (url, proc, _):
+    with engine(0, 0) as endpoint, served_gateway(systemone_config(endpoint, batch=False)) as (url, proc, _):
         direct_body = {"state": SEED["question"], "questions": {"q0": {"type": "choice", "instructions": SEED["question"],
                        "criteria": {o: o for o in SEED["options"]}}}}
         results["engine_direct_one_client"] = wrk(endpoint + "/v1/systemone", direct_body, 1, seconds)
@@ -288,7 +270,7 @@ def main() -> None:
     for batch in (False, True):
         label = "batching_on" if batch else "batching_off"
         print(f"simulated engine (20 ms + 0.25 ms/question), 64 clients, {label}", flush=True)
-        with engine(20, 0.25) as endpoint, gateway(systemone_config(endpoint, batch)) as (url, proc, _):
+        with engine(20, 0.25) as endpoint, served_gateway(systemone_config(endpoint, batch)) as (url, proc, _):
             results[f"sim_64_{label}"] = wrk(url + "/v1/decide", SEED, 64, seconds, watch_pid=proc.pid)
             results[f"rss_under_64_clients_{label}_mb"] = round(rss_mb(proc.pid, "VmHWM"), 1)
             if not batch:  # one request per pass, so the flood lasts about 500 passes

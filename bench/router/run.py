@@ -20,10 +20,8 @@ import argparse
 import json
 import os
 import platform
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,7 +32,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path[:0] = [str(HERE.parent), str(ROOT), str(ROOT / "services" / "gateway")]
 
-from benchlib import free_port, percentile, process  # noqa: E402
+from benchlib import free_port, percentile, process, served_gateway  # noqa: E402
 from system1.router.catalogue import RouterSettings  # noqa: E402
 from system1.router.conversation import from_openai  # noqa: E402
 from system1.router.precheck import precheck  # noqa: E402
@@ -84,22 +82,6 @@ def local_work(rounds: int) -> dict:
         out[name] = {"input_tokens": tokens_of(text), "chars": len(text), "precheck_ms": stats(checks),
                      "scoring_ms": stats(scores), "total_ms": stats(total)}
     return out
-
-
-@contextmanager
-def gateway(config: str):
-    state = Path(tempfile.mkdtemp(prefix="system1-router-bench-"))
-    (state / "config.toml").write_text(config)
-    port = free_port()
-    environment = {**{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
-                   "SYSTEM1_CONFIG": str(state / "config.toml"), "SYSTEM1_INSTALL_DIR": str(state),
-                   "SYSTEM1_LOG_LEVEL": "WARNING"}
-    try:
-        with process([sys.executable, "-m", "system1", "serve", "--port", str(port)], environment,
-                     f"http://127.0.0.1:{port}/readyz", 60):
-            yield f"http://127.0.0.1:{port}"
-    finally:
-        shutil.rmtree(state, ignore_errors=True)
 
 
 @contextmanager
@@ -184,7 +166,7 @@ def main() -> None:
                      "date": time.strftime("%Y-%m-%d"), "local_work": local_work(rounds)}
     with hosted_chat() as upstream, minilm_engine() as engine_url:
         for engine in ("mock", "systemone"):
-            with gateway(router_config(engine, engine_url, upstream.url)) as url:
+            with served_gateway(router_config(engine, engine_url, upstream.url)) as (url, _, _):
                 results[engine] = {"plan": plan_latency(url, CODE, rounds // 2),
                                    "ttfb": time_to_first_byte(url, upstream.url, rounds // 2)}
     (HERE / "results.json").write_text(json.dumps(results, indent=2) + "\n")

@@ -33,117 +33,27 @@ import json
 import os
 import platform
 import random
-import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path[:0] = [str(HERE.parent), str(ROOT / "services" / "gateway")]
 
-from benchlib import free_port, percentile, wait_http  # noqa: E402
+from benchlib import percentile  # noqa: E402
+from local_engines import ENGINES, Engine  # noqa: E402
 from system1.core.config import load_config  # noqa: E402
 from system1.core.gateway import Gateway  # noqa: E402
 from system1.core.lanes import BATCH  # noqa: E402
 from system1.offline.calibrate import Labelled, load  # noqa: E402
 from system1.offline.fitting import Answered, question_held_out, top  # noqa: E402
 
-VENVS = ROOT / ".venvs"
-LLAMA = ROOT / "build" / "llama"
-TINY = ROOT / "tests" / "contract"
 THRESHOLD = 0.6  # the gateway's default min_confidence
 TICK = os.sysconf("SC_CLK_TCK")
-
-
-@dataclass(frozen=True)
-class Engine:
-    name: str
-    provider: str
-    random: bool  # random weights: cost, not skill
-    #: Starts the engine server in `stack` (files under `work`); its provider TOML and its pid.
-    start: Callable[[ExitStack, Path], tuple[str, int | None]]
-    heads: bool = False
-
-
-def serve(stack: ExitStack, argv: list[str], health: str, env: dict[str, str] | None = None,
-          timeout_s: float = 300) -> int:
-    process = subprocess.Popen(argv, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
-    stack.callback(lambda: (process.terminate(), process.wait(timeout=30)))
-    wait_http(health, timeout_s)
-    return process.pid
-
-
-def tiny(script: str, venv: str, out: Path, *args: str) -> Path:
-    subprocess.run([str(VENVS / venv / "bin" / "python"), str(TINY / script), *args, str(out)], check=True,
-                   capture_output=True, timeout=600)
-    return out
-
-
-def minilm(stack: ExitStack, work: Path) -> tuple[str, int]:
-    port = free_port()
-    pid = serve(stack, [sys.executable, str(ROOT / "engines" / "systemone" / "serve.py"), "--port", str(port)],
-                f"http://127.0.0.1:{port}/health", {"SYSTEMONE_THREADS": "2"})
-    return f'[providers.systemone]\nendpoint = "http://127.0.0.1:{port}"\nmax_options = 256\nbatch = true\n', pid
-
-
-def llama_gemma(stack: ExitStack, work: Path) -> tuple[str, int]:
-    port = free_port()
-    pid = serve(stack, [str(LLAMA / "bin" / "llama-server"), "-m", str(LLAMA / "models" / "gemma3-270m-decision.gguf"),
-                        "--alias", "gemma3-270m-decision", "--host", "127.0.0.1", "--port", str(port), "-c", "4096",
-                        "-np", "1", "-t", "2"], f"http://127.0.0.1:{port}/health")
-    return f'[providers.llama]\nendpoint = "http://127.0.0.1:{port}"\nmax_options = 52\n', pid
-
-
-def laya(stack: ExitStack, work: Path) -> tuple[str, int]:
-    checkpoint = tiny("make_tiny_laya.py", "laya", work / "tiny-laya")
-    port = free_port()
-    models = json.dumps({"typed-decisions": str(checkpoint)})
-    env = {"HF_HUB_OFFLINE": "1", "LAYA_HOST": "127.0.0.1", "LAYA_PORT": str(port), "LAYA_DEVICE": "cpu",
-           "LAYA_MODELS": "typed-decisions", "LAYA_DEFAULT_MODEL": "typed-decisions", "LAYA_EXTRA_MODELS": models,
-           "LAYA_LOG_LEVEL": "warning"}
-    pid = serve(stack, [str(VENVS / "laya" / "bin" / "laya-serve")], f"http://127.0.0.1:{port}/health", env)
-    return f'[providers.laya]\nendpoint = "http://127.0.0.1:{port}"\nmodel = "typed-decisions"\n', pid
-
-
-def von(stack: ExitStack, work: Path) -> tuple[str, int]:
-    checkpoint = tiny("make_tiny_von.py", "von", work / "tiny-von")
-    port = free_port()
-    env = {"HF_HUB_OFFLINE": "1", "VON_CHECKPOINT_DIR": str(checkpoint), "XDG_CACHE_HOME": str(work / "cache")}
-    pid = serve(stack, [str(VENVS / "von" / "bin" / "von"), "serve", "--host", "127.0.0.1", "--port", str(port),
-                        "--device", "cpu"], f"http://127.0.0.1:{port}/health", env)
-    return f'[providers.von]\nendpoint = "http://127.0.0.1:{port}"\n', pid
-
-
-def torch_engine(name: str) -> Callable[[ExitStack, Path], tuple[str, int]]:
-    def start(stack: ExitStack, work: Path) -> tuple[str, int]:
-        checkpoint = tiny("make_tiny_engines.py", "systemone-torch", work / f"tiny-{name}", name)
-        port = free_port()
-        pid = serve(stack, [str(VENVS / "systemone-torch" / "bin" / "python"), str(ROOT / "engines" / "systemone" / "serve.py"),
-                            "--engine", name, "--model", str(checkpoint), "--port", str(port)],
-                    f"http://127.0.0.1:{port}/health", {"SYSTEMONE_THREADS": "2"})
-        return f'[providers.systemone]\nendpoint = "http://127.0.0.1:{port}"\nmax_options = 256\n', pid
-    return start
-
-
-def mock(stack: ExitStack, work: Path) -> tuple[str, None]:
-    return "[providers.mock]\n", None
-
-
-ENGINES = [
-    Engine("minilm", "systemone", False, minilm),
-    Engine("minilm+heads", "systemone", False, minilm, heads=True),
-    Engine("llama-gemma", "llama", False, llama_gemma),
-    Engine("laya", "laya", True, laya),
-    Engine("von", "von", True, von),
-    *(Engine(name, "systemone", True, torch_engine(name)) for name in ("gte", "qwen3-rerank", "anyjev", "openthai")),
-    Engine("mock", "mock", False, mock),
-]
 
 
 # -- rows ------------------------------------------------------------------------------------------
