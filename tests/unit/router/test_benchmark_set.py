@@ -50,13 +50,11 @@ def test_the_long_prompts_are_longer_than_the_encoder_reads():
     assert len(lengths) == 4 and min(lengths) > 512
 
 
-def test_the_precheck_flags_the_credentials_and_ids_and_nothing_else():
+def test_the_precheck_flags_every_private_prompt_and_nothing_else():
     flagged = {r["id"] for r in ROWS if checked(r).needs.private}
-    private = {r["id"] for r in ROWS if r["group"] == "private"}
-    # A patient record holds no credential or number a library recognises: only the decision's
-    # private question can see it.
-    record = {r["id"] for r in ROWS if "Patient:" in r["prompt"]}
-    assert len(record) == 1 and flagged == private - record
+    assert flagged == {r["id"] for r in ROWS if r["group"] == "private"}
+    record = [r for r in ROWS if "Patient:" in r["prompt"]]
+    assert len(record) == 1 and checked(record[0]).findings == ("personal: health record",)
 
 
 def test_every_prompt_has_a_gold_route():

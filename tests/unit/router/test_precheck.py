@@ -27,6 +27,7 @@ PERSONAL = {
     "payment card number": "card 4111 1111 1111 1111, expiry 12/27",
     "phone number": "call me at +44 20 7946 0958",
     "e-mail address": "write to jane.doe@example.com",
+    "health record": "Patient: Maria Jensen, born 1984-03-12. Diagnosis: type 2 diabetes, HbA1c 8.1 %.",
 }
 
 
@@ -51,6 +52,23 @@ def test_each_kind_of_personal_data_is_found(kind):
 ])
 def test_ordinary_text_and_near_misses_are_not_flagged(text):
     assert secrets_in(text) == set() and personal_data_in(text) == set()
+
+
+@pytest.mark.parametrize("text", ["MRN 0045821: prescribed metformin 500 mg twice daily",
+                                  "DOB: March 3, 1990. Allergies: penicillin.",
+                                  "patient name = Jo Smith; diagnosis: asthma"])
+def test_an_identified_person_with_a_clinical_fact_is_a_health_record(text):
+    assert personal_data_in(text) == {"health record"}
+
+
+@pytest.mark.parametrize("text", [
+    "How do I store a patient's date of birth and a diagnosis in SQL?",  # fields, no values
+    "Ada Lovelace was born 10 December 1815 in London.",  # a person, no clinical fact
+    "The patient was diagnosed with flu and given medication.",  # a clinical fact, nobody identified
+    "Patient: chest pain, prescribed ibuprofen",  # no name after the label
+])
+def test_health_words_without_an_identified_person_and_a_clinical_fact_are_not_flagged(text):
+    assert personal_data_in(text) == set()
 
 
 @pytest.mark.parametrize("url", ["postgres://admin:S3cretPassw0rd!@db.internal:5432/billing",

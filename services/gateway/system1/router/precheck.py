@@ -11,7 +11,10 @@
 - Personal data: phone numbers found and validated by `phonenumbers` (international form, and
   the national form of the configured regions); US social security numbers, IBANs and payment
   card numbers found by shape and validated by `python-stdnum` (checksums, reserved ranges);
-  e-mail addresses.
+  e-mail addresses; health records: a person identified by a labelled name, date of birth or
+  record number, in the same text as a clinical fact (a diagnosis, a medication, a lab value).
+  The health-record rule reads English only; elsewhere the decision's private question is the
+  only guard.
 
 A finding names its kind only: the matched text is never kept, logged or returned.
 """
@@ -51,6 +54,16 @@ _EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{2,}\b")
 _SSN = re.compile(r"\b\d{3}-\d{2}-\d{4}\b")
 _IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b")
 _CARD = re.compile(r"\b\d(?:[ -]?\d){12,18}\b")
+_DATE = r"(?:\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}|\d{1,2} [A-Z][a-z]+ \d{4}|[A-Z][a-z]+ \d{1,2},? \d{4})"
+#: Who a health record is about: a labelled patient name, a date of birth with its value, or a
+#: medical record number.
+_HEALTH_SUBJECT = re.compile(
+    rf"\b(?i:born(?: on)?|DOB|D\.O\.B\.|date of birth|birth ?date)\s*[:=]?\s*{_DATE}"
+    r"|\b(?i:patient(?: name)?)\s*[:=]\s*[A-Z][a-z]+ [A-Z][a-z]+|\bMRN\s*[:#]?\s*\d{4,}")
+#: What makes it a health record: a clinical fact about that person.
+_CLINICAL = re.compile(r"\b(?:diagnos[ie]s|diagnosed|prescri(?:bed|ption)|medication|dosage|admitted|discharged|"
+                       r"symptoms?|HbA1c|blood pressure|troponin|insulin|chemotherapy|ICD-10|allerg(?:y|ies|ic))\b",
+                       re.IGNORECASE)
 #: Characters per token in the input estimate (English runs near 4, code near 3), and tokens a
 #: message costs besides its text.
 CHARS_PER_TOKEN = 3
@@ -133,6 +146,8 @@ def personal_data_in(text: str, regions: Iterable[str] = ()) -> set[str]:
         found.add("IBAN")
     if any(_card(m.group()) for m in _CARD.finditer(text)):
         found.add("payment card number")
+    if _HEALTH_SUBJECT.search(text) and _CLINICAL.search(text):
+        found.add("health record")
     for region in ((None,) if "+" in text else ()) + tuple(regions):  # no region: "+" numbers only
         if any(True for _ in phonenumbers.PhoneNumberMatcher(text, region, leniency=phonenumbers.Leniency.VALID)):
             found.add("phone number")
