@@ -85,9 +85,10 @@ def test_refit_from_feedback_moves_the_next_route_once_the_service_reloads(gatew
     assert dry.returncode == 0, dry.stderr
     assert f"| {CHEAP} | code-gen | 0.600 | 0.600 → 0.462 | 3 (0 / 3) | feedback 3 |" in dry.stdout
     assert "Nothing written" in dry.stderr and not (gateway.state_dir / "router" / "skills.json").exists()
-    wrote = subprocess.run([sys.executable, "-m", "system1", "router", "refit", "--write", "--prior-strength", "0",
+    wrote = subprocess.run([sys.executable, "-m", "system1", "router", "refit", "--write", "--json", "--prior-strength", "0",
                             "--url", gateway.url], env=env, capture_output=True, text=True, timeout=60)
-    assert wrote.returncode == 0 and "reloaded" in wrote.stdout, wrote.stderr
+    assert wrote.returncode == 0 and "reloaded" in wrote.stderr, wrote.stderr
+    assert json.loads(wrote.stdout)["refitted"][0]["new"] == 0.0  # stdout is the JSON alone
     skills = json.loads((gateway.state_dir / "router" / "skills.json").read_text())
     assert skills["skills"] == {CHEAP: {"code-gen": 0.0}} and skills["evidence"] == {CHEAP: {"code-gen": 3}}
     plan = httpx.post(f"{gateway.url}/v1/router/route", json={**CHAT, "messages": [{"role": "user", "content": "Write a sort"}]})

@@ -10,7 +10,7 @@ import logging
 import pytest
 
 from system1.core.schema import RequestError
-from system1.offline.refit import Tally, evidence, fit, overlay, read_logs
+from system1.offline.refit import Outcome, evidence, fit, overlay, read_logs, tallies_for
 from system1.router.catalogue import RouterSettings
 from system1.router.conversation import from_openai
 from system1.router.outcomes import Outcomes
@@ -84,7 +84,8 @@ def test_evidence_counts_each_source_under_the_requests_main_topic():
     outcomes = [{"ts": NOW - 100, "id": "3" * 32, "source": "retry", "outcome": "bad"},
                 {"ts": NOW - 90, "id": "4" * 32, "source": "feedback", "outcome": "good"},
                 {"ts": NOW - 80, "id": "4" * 32, "source": "feedback", "outcome": "bad"}]
-    tallies, skipped = evidence(decisions, outcomes, retry_window_s=120, now=NOW)
+    found, skipped = evidence(decisions, outcomes, retry_window_s=120, now=NOW)
+    tallies = tallies_for(found, lambda model, topic: 0.5)
     cheap, top = tallies[CHEAP, "debugging"], tallies[TOP, "debugging"]
     assert (cheap.successes, cheap.failures) == (1, 4)
     assert dict(cheap.sources) == {"upstream": 1, "check": 1, "retry": 1, "feedback": 1, "accepted": 1}
@@ -92,10 +93,41 @@ def test_evidence_counts_each_source_under_the_requests_main_topic():
     assert sum(skipped.values()) == 2
 
 
+def test_an_outcome_is_shared_among_topics_by_their_probability_and_how_well_each_skill_explains_it():
+    unsure = {"primary": "debugging", "topics": {"debugging": 0.5, "code-gen": 0.3, "docs": 0.2}}
+    found, _ = evidence([decided("1" * 32, CHEAP, signals=unsure), decided("2" * 32, CHEAP, signals={"primary": "docs"})],
+                        [{"ts": NOW - 100, "id": "1" * 32, "source": "feedback", "outcome": "bad"}], 120, now=NOW)
+    assert found[0].topics == {"debugging": 0.5, "code-gen": 0.3, "docs": 0.2} and found[1].topics == {"docs": 1.0}
+    equal = tallies_for(found[:1], lambda model, topic: 0.5)
+    assert [equal[CHEAP, t].failures for t in ("debugging", "code-gen", "docs")] == pytest.approx([0.5, 0.3, 0.2])
+    # a failure goes mostly to the topic the model is weaker at
+    weak_docs = tallies_for(found[:1], lambda model, topic: 0.2 if topic == "docs" else 0.9)
+    assert weak_docs[CHEAP, "docs"].failures == pytest.approx(0.2 * 0.8 / (0.5 * 0.1 + 0.3 * 0.1 + 0.2 * 0.8))
+    assert weak_docs[CHEAP, "docs"].failures > weak_docs[CHEAP, "debugging"].failures
+
+
+def test_the_fit_tells_apart_a_weak_topic_from_a_strong_one_the_decision_confused_with_it():
+    """Requests the decision split between debugging and data-sql: the model fails the data-sql
+    ones and answers the debugging ones well; sure decisions about each topic pin it down."""
+    mixed = {"primary": "debugging", "topics": {"debugging": 0.6, "data-sql": 0.4}}
+    entries, verdicts = [], []
+    for i in range(40):
+        topic = "data-sql" if i % 2 else "debugging"
+        signals = {"primary": topic} if i < 20 else mixed
+        request_id = f"{i:032d}"
+        entries.append(decided(request_id, CHEAP, signals=signals))
+        verdicts.append({"ts": NOW - 100, "id": request_id, "source": "feedback", "outcome": "bad" if i % 2 else "good"})
+    found, _ = evidence(entries, verdicts, 120, now=NOW)
+    skills = {f.topic: f.new for f in fit(catalogue(), catalogue(), found, prior_strength=2)}
+    assert skills["debugging"] > 0.75 and skills["data-sql"] < 0.25
+    plain = tallies_for(found, lambda model, topic: 0.5)  # shares by probability alone blur the two
+    assert plain[CHEAP, "debugging"].failures > 4
+
+
 def test_skills_shrink_toward_the_catalogues_guess_when_outcomes_are_few():
     settings = catalogue()
-    few = {(CHEAP, "debugging"): _tally(good=0, bad=2)}
-    many = {(CHEAP, "debugging"): _tally(good=180, bad=20)}
+    few = _outcomes(CHEAP, "debugging", good=0, bad=2)
+    many = _outcomes(CHEAP, "debugging", good=180, bad=20)
     [slight] = fit(settings, settings, few, prior_strength=10)
     [measured] = fit(settings, settings, many, prior_strength=10)
     assert slight.guess == 0.6 and slight.new == pytest.approx(6 / 12, abs=1e-3)  # (10·0.6 + 0) / 12
@@ -107,13 +139,13 @@ def test_skills_shrink_toward_the_catalogues_guess_when_outcomes_are_few():
 def test_a_refit_starts_from_the_catalogue_not_from_the_skills_in_use():
     settings = catalogue()
     in_use = apply_skills(settings, {CHEAP: {"debugging": 0.2}})
-    [fitted] = fit(settings, in_use, {(CHEAP, "debugging"): _tally(good=10, bad=0)}, prior_strength=10)
+    [fitted] = fit(settings, in_use, _outcomes(CHEAP, "debugging", good=10, bad=0), prior_strength=10)
     assert (fitted.guess, fitted.current, fitted.new) == (0.6, 0.2, 0.8)
 
 
 def test_the_overlay_is_laid_over_the_catalogue_and_a_broken_one_is_skipped(tmp_path, caplog):
     settings = catalogue()
-    [fitted] = fit(settings, settings, {(TOP, "security"): _tally(good=0, bad=10)}, prior_strength=10)
+    [fitted] = fit(settings, settings, _outcomes(TOP, "security", good=0, bad=10), prior_strength=10)
     document = overlay([fitted], 10)
     document["skills"]["gone/model"] = {"chat": 0.5}
     write_skills(tmp_path / "router" / "skills.json", document)
@@ -138,8 +170,5 @@ def test_rotated_logs_are_read_oldest_first_and_bad_lines_counted(tmp_path):
     assert read_logs(tmp_path / "absent.jsonl").entries == []
 
 
-def _tally(good: int, bad: int) -> Tally:
-    tally = Tally()
-    for i in range(good + bad):
-        tally.add(i < good, "feedback")
-    return tally
+def _outcomes(model: str, topic: str, good: int, bad: int) -> list[Outcome]:
+    return [Outcome(model, {topic: 1.0}, i < good, "feedback") for i in range(good + bad)]

@@ -33,8 +33,8 @@ def refit(args: argparse.Namespace) -> int:
     document = overlay(fitted, args.prior_strength)
     if args.json:
         print(json.dumps({**document, "refitted": [{"model": f.model, "topic": f.topic, "guess": f.guess,
-                                                    "current": f.current, "new": f.new, "good": f.tally.successes,
-                                                    "bad": f.tally.failures, "sources": dict(f.tally.sources)}
+                                                    "current": f.current, "new": f.new, "good": round(f.tally.successes, 3),
+                                                    "bad": round(f.tally.failures, 3), "sources": {k: round(v, 3) for k, v in f.tally.sources.items()}}
                                                    for f in fitted]}, indent=2))
     else:
         print(render(fitted, skipped, len(decisions.entries), args.prior_strength))
@@ -48,7 +48,8 @@ def refit(args: argparse.Namespace) -> int:
     path = skills_path(catalogue, install)
     write_skills(path, document)
     print(f"\nwrote {path}", file=sys.stderr)
-    if talk_to_service(args, reload_service) != EXIT_OK:
+    # The confirmation goes to stderr with the other notes: stdout holds only the report (or JSON).
+    if talk_to_service(args, lambda service: reload_service(service, sys.stderr)) != EXIT_OK:
         print("The router takes these skills when the service next starts or reloads (`system1 reload`).",
               file=sys.stderr)
     return EXIT_OK

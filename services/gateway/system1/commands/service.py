@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from ..core.paths import install_dir, mcp_socket_path
 from . import EXIT_HEALTH, EXIT_OK, EXIT_START, client_name, talk_to_service
@@ -76,10 +76,11 @@ def serve(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-async def _reload(service: ServiceClient) -> int:
+async def _reload(service: ServiceClient, out: TextIO | None = None) -> int:
+    """Have the service reload; `out` (standard output by default) gets the confirmation."""
     body = await service.reload()
     if body.get("reloaded"):
-        print("reloaded the config, calibration fits and learned heads")
+        print("reloaded the config, calibration fits and learned heads", file=out or sys.stdout)
         return EXIT_OK
     print("reload refused, the running config stays:", *body.get("errors", [body]), sep="\n  ", file=sys.stderr)
     return EXIT_HEALTH

@@ -1,8 +1,7 @@
 """`system1 router refit`: each model's skill per topic, fitted from the router's logged outcomes.
 
-The evidence, for every routed request in the decision log, under its main topic (the
-decision's `signals.primary`; a turn that kept its conversation's model was not decided, so it
-has no topic and is left out):
+The evidence, for every routed request in the decision log (a turn that kept its
+conversation's model was not decided, so it has no topic and is left out):
 
 - each candidate that failed before the answer (a 429, a 5xx, no first byte in time): a failure
   (`upstream`);
@@ -12,9 +11,17 @@ has no topic and is left out):
   check); else a retry of its turn is a failure (`retry`); else, unchecked and older than the
   retry window, it is a success: nobody asked again (`accepted`).
 
+Which topic an outcome tells about is not known, only the decision's probability of each
+(`signals.topics`). So an outcome is shared among the request's topics in proportion to that
+probability times how likely the topic's skill makes the outcome (a failure goes mostly to the
+topic the model is weaker at), and the skills are estimated from those shares, again and again
+until they settle: expectation-maximisation for a mixture with known weights. A request the
+decision was sure about counts whole under its topic.
+
 The estimator is a Beta prior at the catalogue's skill s₀, worth `prior_strength` outcomes k:
-with n outcomes of which w are successes, the skill is (k·s₀ + w) / (k + n). With few outcomes
-the guess stands; with many, the measured rate of satisfactory answers.
+with n outcomes (the shares, added up) of which w are successes, the skill is
+(k·s₀ + w) / (k + n). With few outcomes the guess stands; with many, the measured rate of
+satisfactory answers.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -35,20 +42,52 @@ SOURCES = ("upstream", "check", "feedback", "retry", "accepted")
 
 @dataclass
 class Tally:
-    successes: int = 0
-    failures: int = 0
+    """Outcomes of one model on one topic, each counted by its share in the topic."""
+
+    successes: float = 0.0
+    failures: float = 0.0
     sources: Counter = field(default_factory=Counter)
 
     @property
-    def n(self) -> int:
+    def n(self) -> float:
         return self.successes + self.failures
 
-    def add(self, success: bool, source: str) -> None:
+    def add(self, success: bool, source: str, share: float = 1.0) -> None:
         if success:
-            self.successes += 1
+            self.successes += share
         else:
-            self.failures += 1
-        self.sources[source] += 1
+            self.failures += share
+        self.sources[source] += share
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One outcome of one model's answer, and the decision's topic probabilities for its request."""
+
+    model: str
+    topics: dict[str, float]
+    success: bool
+    source: str
+
+
+def count(value: float) -> str:
+    """An outcome count as people read it: whole when it is, else to one decimal."""
+    return f"{value:.0f}" if abs(value - round(value)) < 1e-9 else f"{value:.1f}"
+
+
+#: A topic with less of a request's probability than this gets none of its outcomes.
+MIN_SHARE = 0.05
+
+
+def shares(signals: dict[str, Any]) -> dict[str, float]:
+    """How a request's outcomes are shared among topics: the decision's probabilities of those
+    with at least MIN_SHARE, normalised (its main topic alone when it logged none)."""
+    topics = {t: float(p) for t, p in (signals.get("topics") or {}).items() if isinstance(p, int | float) and p >= MIN_SHARE}
+    total = sum(topics.values())
+    if total > 0:
+        return {t: p / total for t, p in topics.items()}
+    primary = signals.get("primary")
+    return {primary: 1.0} if primary else {}
 
 
 @dataclass(frozen=True)
@@ -105,20 +144,24 @@ def _verdicts(outcomes: Iterable[dict[str, Any]]) -> tuple[dict[str, str], set[s
 
 
 def evidence(decisions: Iterable[dict[str, Any]], outcomes: Iterable[dict[str, Any]], retry_window_s: float,
-             now: float | None = None) -> tuple[dict[tuple[str, str], Tally], Counter]:
-    """Outcomes per (model, topic), and why requests gave none."""
+             now: float | None = None) -> tuple[list[Outcome], Counter]:
+    """Every outcome the logs tell of, and why requests gave none."""
     now = time.time() if now is None else now
     feedback, retried = _verdicts(outcomes)
-    tallies: dict[tuple[str, str], Tally] = defaultdict(Tally)
+    found: list[Outcome] = []
     skipped: Counter = Counter()
     for entry in decisions:
-        topic = (entry.get("signals") or {}).get("primary")
-        if not topic:
+        topics = shares(entry.get("signals") or {})
+        if not topics:
             skipped["no topic (a sticky turn, or no decision)"] += 1
             continue
+
+        def add(model: str, success: bool, source: str) -> None:
+            found.append(Outcome(model, topics, success, source))
+
         for attempt in entry.get("failed") or []:
             if isinstance(attempt, dict) and attempt.get("model"):
-                tallies[attempt["model"], topic].add(False, "upstream")
+                add(attempt["model"], False, "upstream")
         answered = entry.get("model")
         if not answered:
             continue
@@ -127,23 +170,58 @@ def evidence(decisions: Iterable[dict[str, Any]], outcomes: Iterable[dict[str, A
         judged = request_id in feedback or request_id in retried  # the client's word outweighs the check's
         for check in checks:
             if check.get("model") != answered or not judged:
-                tallies[check["model"], topic].add(bool(check.get("passed")), "check")
+                add(check["model"], bool(check.get("passed")), "check")
         if request_id in feedback:
-            tallies[answered, topic].add(feedback[request_id] == "good", "feedback")
+            add(answered, feedback[request_id] == "good", "feedback")
         elif request_id in retried:
-            tallies[answered, topic].add(False, "retry")
+            add(answered, False, "retry")
         elif not any(c.get("model") == answered for c in checks):
             if now - float(entry.get("ts", now)) > retry_window_s:
-                tallies[answered, topic].add(True, "accepted")
+                add(answered, True, "accepted")
             else:
                 skipped["too recent to count as accepted"] += 1
-    return dict(tallies), skipped
+    return found, skipped
 
 
-def fit(catalogue: RouterSettings, current: RouterSettings, tallies: dict[tuple[str, str], Tally],
+#: At most this many rounds of sharing outcomes and re-estimating skills, stopping once no skill
+#: moves more than SETTLED.
+ROUNDS = 100
+SETTLED = 1e-5
+
+
+def tallies_for(outcomes: Iterable[Outcome], skill: Callable[[str, str], float]) -> dict[tuple[str, str], Tally]:
+    """Outcomes per (model, topic), each shared among its request's topics by P(topic) times the
+    likelihood of the outcome under `skill(model, topic)`."""
+    tallies: dict[tuple[str, str], Tally] = defaultdict(Tally)
+    for outcome in outcomes:
+        weights = {t: p * (skill(outcome.model, t) if outcome.success else 1 - skill(outcome.model, t))
+                   for t, p in outcome.topics.items()}
+        total = sum(weights.values())
+        for topic, weight in weights.items():
+            share = weight / total if total > 0 else outcome.topics[topic]
+            tallies[outcome.model, topic].add(outcome.success, outcome.source, share)
+    return dict(tallies)
+
+
+def fit(catalogue: RouterSettings, current: RouterSettings, outcomes: list[Outcome],
         prior_strength: float) -> list[Fitted]:
     """Every (model, topic) of the catalogue with outcomes, refitted from the catalogue's guess
     (never from an earlier refit, which would count the same outcomes twice); in catalogue order."""
+    models = {m.id: m for m in catalogue.models}
+    outcomes = [o for o in outcomes if o.model in models]
+    skills: dict[tuple[str, str], float] = {}
+
+    def skill(model: str, topic: str) -> float:
+        return skills.get((model, topic), models[model].skill(topic))
+
+    tallies: dict[tuple[str, str], Tally] = {}
+    for _ in range(ROUNDS):
+        tallies = tallies_for(outcomes, skill)
+        before = dict(skills)
+        skills = {(m, t): (prior_strength * models[m].skill(t) + tally.successes) / (prior_strength + tally.n)
+                  for (m, t), tally in tallies.items() if prior_strength + tally.n > 0}
+        if before and max(abs(v - before.get(k, v)) for k, v in skills.items()) < SETTLED:
+            break
     in_use = {m.id: m for m in current.models}
     fitted = []
     for model in catalogue.models:
@@ -151,20 +229,18 @@ def fit(catalogue: RouterSettings, current: RouterSettings, tallies: dict[tuple[
             tally = tallies.get((model.id, topic))
             if tally is None or not tally.n:
                 continue
-            guess = model.skill(topic)
-            new = (prior_strength * guess + tally.successes) / (prior_strength + tally.n)
-            now = in_use[model.id].skill(topic) if model.id in in_use else guess
-            fitted.append(Fitted(model.id, topic, guess, now, round(new, 3), tally))
+            now = in_use[model.id].skill(topic) if model.id in in_use else model.skill(topic)
+            fitted.append(Fitted(model.id, topic, model.skill(topic), now, round(skills[model.id, topic], 3), tally))
     return fitted
 
 
 def overlay(fitted: list[Fitted], prior_strength: float) -> dict[str, Any]:
     """The skills file for these refitted skills (it replaces any earlier one whole)."""
     skills: dict[str, dict[str, float]] = {}
-    evidence: dict[str, dict[str, int]] = {}
+    evidence: dict[str, dict[str, float]] = {}
     for f in fitted:
         skills.setdefault(f.model, {})[f.topic] = f.new
-        evidence.setdefault(f.model, {})[f.topic] = f.tally.n
+        evidence.setdefault(f.model, {})[f.topic] = round(f.tally.n, 2)
     return {"fitted_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "prior_strength": prior_strength,
             "skills": skills, "evidence": evidence}
 
@@ -177,10 +253,10 @@ def render(fitted: list[Fitted], skipped: Counter, requests: int, prior_strength
     else:
         lines += ["| model | topic | guess | now → refitted | outcomes (good / bad) | from |", "|---|---|---|---|---|---|"]
         for f in fitted:
-            sources = ", ".join(f"{s} {f.tally.sources[s]}" for s in SOURCES if f.tally.sources[s])
-            lines.append(f"| {f.model} | {f.topic} | {f.guess:.3f} | {f.current:.3f} → {f.new:.3f} | {f.tally.n} "
-                         f"({f.tally.successes} / {f.tally.failures}) | {sources} |")
-    for why, count in sorted(skipped.items()):
-        lines.append(f"{count} requests left out: {why}.")
+            sources = ", ".join(f"{s} {count(f.tally.sources[s])}" for s in SOURCES if f.tally.sources[s])
+            lines.append(f"| {f.model} | {f.topic} | {f.guess:.3f} | {f.current:.3f} → {f.new:.3f} | {count(f.tally.n)} "
+                         f"({count(f.tally.successes)} / {count(f.tally.failures)}) | {sources} |")
+    for why, left_out in sorted(skipped.items()):
+        lines.append(f"{left_out} requests left out: {why}.")
     return "\n".join(lines)
 

@@ -3,7 +3,7 @@ the catalogue's guesses when the router is configured (at start and on every rel
 
     {"fitted_at": "…", "prior_strength": 10,
      "skills": {"<model id>": {"<topic>": 0.83, …}, …},
-     "evidence": {"<model id>": {"<topic>": 41, …}, …}}
+     "evidence": {"<model id>": {"<topic>": 41.5, …}, …}}   # outcomes, shared by topic probability
 
 Models and topics the catalogue no longer has are left out, with a warning; a file that cannot
 be read leaves the catalogue as it is and says why.
