@@ -108,10 +108,11 @@ def _key(key: str) -> str:
 
 
 def router_toml(upstreams: dict[str, dict[str, Any]], models: list[dict[str, Any]], engine: str = "mock",
-                **router: Any) -> str:
-    """A gateway config whose engine is `engine` and whose router is on with these upstreams and
-    models (`router`: more `[router]` keys)."""
-    lines = ["[gateway]", f"provider = {_value(engine)}", "[learning]", "enabled = false", "[router]", "enabled = true"]
+                learning: bool = False, **router: Any) -> str:
+    """A gateway config whose engine is `engine` (with its learned heads when `learning`) and
+    whose router is on with these upstreams and models (`router`: more `[router]` keys)."""
+    lines = ["[gateway]", f"provider = {_value(engine)}", "[learning]", f"enabled = {_value(learning)}",
+             "[router]", "enabled = true"]
     lines += [f"{k} = {_value(v)}" for k, v in router.items()]
     for name, upstream in upstreams.items():
         lines += [f"[router.upstreams.{name}]", *(f"{k} = {_value(v)}" for k, v in upstream.items())]

@@ -1,6 +1,8 @@
 """The router benchmark's 80 labelled prompts (bench/router/prompts.jsonl): the seed's groups,
 valid gold labels, long prompts that are long for the encoder, private prompts the pre-check
-sees where it can, and a gold route for every prompt."""
+sees, and a gold route for every prompt; and the training prompts its learned heads are fitted
+on (calibration/router-seed.jsonl): the router's own four questions, valid labels, none of them
+a benchmark prompt, enough of each label for the gate of `system1 learn`."""
 
 from __future__ import annotations
 
@@ -17,8 +19,9 @@ from system1.router.scoring import Signals, route
 
 from .catalogues import seed_catalogue
 
-PROMPTS = Path(__file__).resolve().parents[3] / "bench" / "router" / "prompts.jsonl"
-ROWS = [json.loads(line) for line in PROMPTS.read_text(encoding="utf-8").splitlines()]
+BENCH = Path(__file__).resolve().parents[3] / "bench" / "router"
+ROWS = [json.loads(line) for line in (BENCH / "prompts.jsonl").read_text(encoding="utf-8").splitlines()]
+SEED = [json.loads(line) for line in (BENCH.parents[1] / "calibration" / "router-seed.jsonl").read_text(encoding="utf-8").splitlines()]
 
 
 def checked(row: dict):
@@ -63,3 +66,26 @@ def test_every_prompt_has_a_gold_route():
         gold = row["gold"]
         signals = Signals({gold["topic"]: 1.0}, 1.0, gold["complexity"], gold["risk"], gold["private"])
         assert route(settings, signals, checked(row).needs).model is not None, row["id"]
+
+
+def test_the_router_seed_set_asks_the_routers_four_questions_of_prompts_apart_from_the_benchmark():
+    from system1.offline.learning import MIN_ROWS_PER_OPTION
+    from system1.router.shadow import learn_rows
+
+    settings = seed_catalogue()
+    prompts: dict[str, list[dict]] = {}
+    for row in SEED:
+        prompts.setdefault(row["meta"]["id"], []).append(row)
+    assert len(prompts) == 156
+    for rows in prompts.values():
+        meta, text = rows[0]["meta"], rows[0]["context"]["prompt"]
+        gold = meta["gold"]
+        assert gold["topic"] in TOPICS and gold["private"] is (meta["group"] == "private")
+        signals = Signals({gold["topic"]: 1.0}, 1.0, gold["complexity"], gold["risk"], gold["private"])
+        assert [{k: v for k, v in r.items() if k != "meta"} for r in rows] == learn_rows(settings, text, signals)
+    texts = {rows[0]["context"]["prompt"].casefold() for rows in prompts.values()}
+    assert not texts & {r["prompt"].casefold() for r in ROWS}
+    for kind in ("router-topic", "router-complexity", "router-risk", "router-private"):
+        labels = Counter(r["label"] for r in SEED if r["kind"] == kind)
+        options = next(r.get("options", ["yes", "no"]) for r in SEED if r["kind"] == kind)
+        assert min(labels[o] for o in options) >= MIN_ROWS_PER_OPTION, kind
