@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup test test-unit test-contract test-fuzz test-stack contract-envs images learn-image llama-image torch-image llama-server learn up down unregister uninstall purge logs smoke smoke-local serve bench bench-engines bench-router study models schemas clean
+.PHONY: setup test test-unit test-contract test-fuzz test-stack contract-envs images learn-image llama-image torch-image llama-server learn up down unregister uninstall purge logs smoke smoke-local serve bench bench-engines bench-router bench-router-refit bench-router-overhead study models schemas clean
 
 # The host tools, installed once and again whenever what they come from changes; every target
 # that runs them depends on this, so each works on a fresh clone with nothing run before it.
@@ -24,7 +24,15 @@ PROMTOOL := build/prometheus/promtool
 $(PROMTOOL): deploy/images/prometheus-binaries.sh
 	bash deploy/images/prometheus-binaries.sh
 
-test-unit: $(TOOLS) $(PROMTOOL)
+# Chromium and its WebDriver (Debian's packages): the unit tier drives the router benchmark's
+# report in a real headless browser, and the benchmark screenshots it.
+CHROMEDRIVER := /usr/bin/chromedriver
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+$(CHROMEDRIVER):
+	$(SUDO) apt-get install -y -qq --no-install-recommends chromium chromium-driver >/dev/null \
+		|| { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends chromium chromium-driver >/dev/null; }
+
+test-unit: $(TOOLS) $(PROMTOOL) $(CHROMEDRIVER)
 	$(BIN)/pytest tests/unit
 
 test-fuzz: $(TOOLS)  ## schemathesis and hypothesis against the gateway, and engine faults under load
@@ -195,7 +203,15 @@ bench-engines: $(TOOLS)  ## the engine benchmark (serve.py --engine minilm)
 	$(BIN)/python -m pip install --quiet -r bench/requirements.txt
 	$(BIN)/python bench/engines/run.py
 
-bench-router: $(TOOLS)  ## the router benchmark: pre-check, decision, scoring and time to first byte
+bench-router: $(TOOLS) $(CHROMEDRIVER) $(LLAMA_SERVER) $(LLAMA_MODEL) $(VENVS)/laya/bin/laya-serve  ## the router's decisions on 80 labelled prompts through every engine that runs here, with the HTML report
+	$(BIN)/python -m pip install --quiet -r bench/requirements.txt
+	$(BIN)/python bench/router/decisions.py
+
+bench-router-refit: $(TOOLS)  ## the router's learning loop on logged outcomes: feedback, refit, and the routes before and after
+	$(BIN)/python -m pip install --quiet -r bench/requirements.txt
+	$(BIN)/python bench/router/refit.py
+
+bench-router-overhead: $(TOOLS)  ## what the router adds to a chat request: pre-check, decision, scoring and time to first byte
 	$(BIN)/python -m pip install --quiet -r bench/requirements.txt
 	$(BIN)/python bench/router/run.py
 
