@@ -33,7 +33,7 @@ def png_size(data: bytes) -> tuple[int, int]:
 
 
 @pytest.fixture(scope="module")
-def browser():
+def browser(tmp_path_factory):
     chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
     if not (chromium and driver):
         pytest.fail("Chromium and its driver are missing: `make test-unit` installs Debian's chromium and chromium-driver")
@@ -42,7 +42,9 @@ def browser():
 
     options = webdriver.ChromeOptions()
     options.binary_location = chromium
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1400,1000"):
+    profile = tmp_path_factory.mktemp("chromium-profile")  # not a folder of its own under /tmp, left behind
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1400,1000",
+                 f"--user-data-dir={profile}"):
         options.add_argument(flag)
     session = webdriver.Chrome(service=Service(executable_path=driver), options=options)
     session.set_page_load_timeout(60)
