@@ -199,3 +199,19 @@ async def test_the_routers_four_kinds_can_be_served_by_learned_heads(tmp_path):
         await without.aclose()
     assert asked.signals.private and not plain.signals.private  # the engine alone says "no"
     assert asked.signals.primary == plain.signals.primary == "chat"  # the topic stays the engine's
+
+
+def test_the_learned_files_are_read_from_learned_dir_when_one_is_named(tmp_path):
+    """Several gateway replicas read one shared, read-only folder of learned files; the state
+    folder (one per replica) holds none of them."""
+    shared = tmp_path / "learned"
+    shared.mkdir()
+    (shared / "heads.json").write_text(json.dumps({"format": "system1-heads", "version": 1,
+                                                   "heads": [DESTRUCTIVE.model_dump()]}))
+    named = config_in(tmp_path, f'[service]\nlearned_dir = "{shared}"\n')
+    assert named.learned_dir == shared and named.install_dir != shared
+    assert Gateway(named).heads.candidates(KIND, "embedding", ["yes", "no"]) == [DESTRUCTIVE]
+    (tmp_path / "other").mkdir()
+    default = config_in(tmp_path / "other")
+    assert default.learned_dir == default.install_dir
+    assert Gateway(default).heads.candidates(KIND, "embedding", ["yes", "no"]) == []

@@ -172,3 +172,38 @@ def test_rotated_logs_are_read_oldest_first_and_bad_lines_counted(tmp_path):
 
 def _outcomes(model: str, topic: str, good: int, bad: int) -> list[Outcome]:
     return [Outcome(model, {topic: 1.0}, i < good, "feedback") for i in range(good + bad)]
+
+
+def test_refit_reads_and_writes_the_skills_in_learned_dir_and_says_so_when_it_cannot(tmp_path, capsys):
+    import tomllib
+
+    from system1.cli import main
+
+    from .catalogues import router_toml
+
+    state = tmp_path / "state"
+    (state / "logs").mkdir(parents=True)
+    (state / "logs" / "router.jsonl").write_text(json.dumps(decided("1" * 32, CHEAP)) + "\n")
+    (state / "logs" / "router-outcomes.jsonl").write_text(
+        json.dumps({"ts": NOW, "id": "1" * 32, "source": "feedback", "outcome": "bad"}) + "\n")
+    table = catalogue()
+    models = [{"id": m.id, "upstream": m.upstream, "price": {"in": m.price.input, "out": m.price.output},
+               "default_skill": m.default_skill, "skills": m.skills} for m in table.models]
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    for learned, ok in ((tmp_path / "shared", True), (blocked / "learned", False)):
+        config = router_toml({"cloud": {"base_url": "http://127.0.0.1:9", "local": False}}, models)
+        config += f'[service]\nlearned_dir = "{learned}"\n'
+        assert tomllib.loads(config)["service"]["learned_dir"] == str(learned)
+        (tmp_path / "config.toml").write_text(config)
+        env = {"SYSTEM1_CONFIG": str(tmp_path / "config.toml"), "SYSTEM1_INSTALL_DIR": str(state)}
+        with pytest.MonkeyPatch.context() as patch:
+            for name, value in env.items():
+                patch.setenv(name, value)
+            code = main(["router", "refit", "--write", "--url", "http://127.0.0.1:9"])
+        err = capsys.readouterr().err
+        if ok:
+            assert code == 0 and read_skills(learned / "router" / "skills.json") == {CHEAP: {"debugging": round(6 / 11, 3)}}
+            assert not (state / "router" / "skills.json").exists()
+        else:
+            assert code == 1 and f"cannot write {blocked / 'learned' / 'router' / 'skills.json'}" in err

@@ -12,6 +12,7 @@ import asyncio
 import os
 import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -22,6 +23,19 @@ EXIT_OK, EXIT_START, EXIT_HEALTH, EXIT_DECISION = 0, 1, 2, 3
 
 def client_name() -> str:
     return os.environ.get("SYSTEM1_CLIENT") or "local"
+
+
+def write_learned(command: str, path: Path, write: Callable[[Path], None]) -> bool:
+    """Write a learned file (fits, heads, router skills); False, having said why, when its folder
+    cannot be written, as when several gateway replicas share a read-only one."""
+    try:
+        write(path)
+    except OSError as exc:
+        print(f"system1 {command}: cannot write {path}: {exc.strerror or exc}. Where [service] learned_dir is a "
+              "folder the gateways share read-only, update what fills it instead (deploy/k8s/README.md).",
+              file=sys.stderr)
+        return False
+    return True
 
 
 def talk_to_service(args: argparse.Namespace, work: Callable[[ServiceClient], Awaitable[int]]) -> int:

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
 from typing import TYPE_CHECKING
 
-from . import EXIT_DECISION, EXIT_HEALTH, EXIT_OK, EXIT_START, talk_to_service
+from . import EXIT_DECISION, EXIT_HEALTH, EXIT_OK, EXIT_START, talk_to_service, write_learned
 
 if TYPE_CHECKING:
     from ..service.client import ServiceClient
@@ -50,9 +49,8 @@ def sources(args: argparse.Namespace, *more: str) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     from ..core.calibration import LOCAL_FITS_NAME, SHIPPED_FITS
-    from ..core.paths import install_dir
+    from ..core.config import load_config
     from ..offline import calibrate as tool
-    from ..service.client import ServiceClient
 
     if not args.data and not args.from_routing_log:
         print("system1 calibrate: give labelled JSONL files, --from-routing-log, or both", file=sys.stderr)
@@ -84,8 +82,9 @@ def run(args: argparse.Namespace) -> int:
                   file=sys.stderr)
         if not args.write:
             return EXIT_OK
-        local = install_dir(os.environ) / LOCAL_FITS_NAME
-        tool.merge(local, report["fits"])
+        local = load_config().learned_dir / LOCAL_FITS_NAME
+        if not write_learned("calibrate", local, lambda path: tool.merge(path, report["fits"])):
+            return EXIT_START
         print(f"fits written to {local}; reloading the service", file=sys.stderr)
         reloaded = await service.reload()
         return EXIT_OK if reloaded.get("reloaded") else EXIT_HEALTH

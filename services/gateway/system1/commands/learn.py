@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 
-from . import EXIT_DECISION, EXIT_HEALTH, EXIT_OK, EXIT_START, talk_to_service
+from . import EXIT_DECISION, EXIT_HEALTH, EXIT_OK, EXIT_START, talk_to_service, write_learned
 from .calibrate import labelled_rows, routing_log_rows, sources
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..core.paths import install_dir
+    from ..core.config import load_config
     from ..core.heads import LOCAL_HEADS_NAME, SHIPPED_HEADS
     from ..offline import calibrate as labelled
     from ..offline import learn as tool
@@ -67,8 +66,9 @@ def run(args: argparse.Namespace) -> int:
                   file=sys.stderr)
         if not args.write:
             return EXIT_OK
-        local = install_dir(os.environ) / LOCAL_HEADS_NAME
-        tool.merge(local, heads)
+        local = load_config().learned_dir / LOCAL_HEADS_NAME
+        if not write_learned("learn", local, lambda path: tool.merge(path, heads)):
+            return EXIT_START
         print(f"heads written to {local}; reloading the service", file=sys.stderr)
         reloaded = await service.reload()
         return EXIT_OK if reloaded.get("reloaded") else EXIT_HEALTH

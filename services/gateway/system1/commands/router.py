@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from . import EXIT_OK, EXIT_START, talk_to_service
+from . import EXIT_OK, EXIT_START, talk_to_service, write_learned
 
 
 def refit(args: argparse.Namespace) -> int:
@@ -29,7 +29,7 @@ def refit(args: argparse.Namespace) -> int:
     decisions = read_logs(Path(args.log) if args.log else catalogue.decision_log(install))
     outcomes = read_logs(Path(args.outcomes) if args.outcomes else outcome_log_path(catalogue, install))
     tallies, skipped = evidence(decisions.entries, outcomes.entries, catalogue.outcomes.retry_window_s)
-    fitted = fit(catalogue, load_overlay(catalogue, install), tallies, args.prior_strength)
+    fitted = fit(catalogue, load_overlay(catalogue, config.learned_dir), tallies, args.prior_strength)
     document = overlay(fitted, args.prior_strength)
     if args.json:
         print(json.dumps({**document, "refitted": [{"model": f.model, "topic": f.topic, "guess": f.guess,
@@ -45,8 +45,9 @@ def refit(args: argparse.Namespace) -> int:
         if fitted:
             print("\nNothing written: --write saves these skills for the router.", file=sys.stderr)
         return EXIT_OK
-    path = skills_path(catalogue, install)
-    write_skills(path, document)
+    path = skills_path(catalogue, config.learned_dir)
+    if not write_learned("router refit", path, lambda target: write_skills(target, document)):
+        return EXIT_START
     print(f"\nwrote {path}", file=sys.stderr)
     # The confirmation goes to stderr with the other notes: stdout holds only the report (or JSON).
     if talk_to_service(args, lambda service: reload_service(service, sys.stderr)) != EXIT_OK:

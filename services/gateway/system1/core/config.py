@@ -93,6 +93,10 @@ class ServiceSettings(_Section):
     mcp_session_idle_s: float = Field(default=600.0, gt=0.0, le=86_400.0)
     request_log: str = ""
     request_log_questions: bool = False
+    #: The folder of this installation's learned files (calibration.json, heads.json,
+    #: router/skills.json); the state folder when empty. Several gateway replicas read one
+    #: shared, read-only folder here (deploy/k8s/README.md).
+    learned_dir: str = ""
     request_log_max_bytes: int = Field(default=10 * 1_048_576, ge=1024)
     request_log_backups: int = Field(default=3, ge=0, le=100)
 
@@ -149,6 +153,12 @@ class LoadedConfig:
     @property
     def ok(self) -> bool:
         return not self.errors
+
+    @property
+    def learned_dir(self) -> Path:
+        """Where the learned files are read from and `--write` writes them."""
+        configured = self.settings.service.learned_dir
+        return Path(configured).expanduser() if configured else self.install_dir
 
     @property
     def routing_log(self) -> Path:

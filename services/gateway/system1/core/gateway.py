@@ -82,9 +82,9 @@ class Gateway:
         self.chain = Chain(names, self.providers, self.lanes, gateway.timeout_s, self.observer)
         self.monitor = HealthMonitor(config.settings.chain, self.providers, self.lanes, self.chain.breakers,
                                      gateway.timeout_s, self.observer)
-        self.calibrator = calibrator or Calibrator.load(config.install_dir / LOCAL_FITS_NAME)
+        self.calibrator = calibrator or Calibrator.load(config.learned_dir / LOCAL_FITS_NAME)
         self.baselines = Baselines()
-        self.heads = heads or Heads.load(config.install_dir / LOCAL_HEADS_NAME)
+        self.heads = heads or Heads.load(config.learned_dir / LOCAL_HEADS_NAME)
         learning = config.settings.learning
         self.embedder = self.providers.get(learning.embedder) if learning.enabled else None
         collecting = learning.collect or bool(learning.collect_kinds)

@@ -126,8 +126,10 @@ def header_value(text: str) -> str:
 
 class Router:
     def __init__(self, settings: RouterSettings, install_dir: Path, observer: RouterObserver,
-                 transport: httpx.AsyncBaseTransport | None = None) -> None:
+                 transport: httpx.AsyncBaseTransport | None = None, learned_dir: Path | None = None) -> None:
         self.install_dir = install_dir
+        #: Where the refitted skills overlay is read (the state folder unless shared read-only).
+        self.learned_dir = learned_dir or install_dir
         self.observer = observer
         self.in_flight = InFlight()
         self.spend = Spend(install_dir / "router" / "spend.json")
@@ -144,7 +146,7 @@ class Router:
 
     def configure(self, settings: RouterSettings) -> None:
         """Take new settings (with the refitted skills overlay laid over the catalogue)."""
-        settings = load_overlay(settings, self.install_dir)
+        settings = load_overlay(settings, self.learned_dir)
         self.settings = settings
         self.sticky.ttl_s = settings.sticky_ttl_s
         path = settings.decision_log(self.install_dir)

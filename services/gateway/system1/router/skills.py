@@ -22,9 +22,9 @@ from .catalogue import RouterSettings
 logger = logging.getLogger(__name__)
 
 
-def skills_path(settings: RouterSettings, install_dir: Path) -> Path:
+def skills_path(settings: RouterSettings, learned_dir: Path) -> Path:
     configured = settings.outcomes.skills_file
-    return Path(configured).expanduser() if configured else install_dir / "router" / "skills.json"
+    return Path(configured).expanduser() if configured else learned_dir / "router" / "skills.json"
 
 
 def read_skills(path: Path) -> dict[str, dict[str, float]]:
@@ -65,9 +65,9 @@ def apply_skills(settings: RouterSettings, skills: dict[str, dict[str, float]]) 
     return settings.model_copy(update={"models": models})
 
 
-def load_overlay(settings: RouterSettings, install_dir: Path) -> RouterSettings:
+def load_overlay(settings: RouterSettings, learned_dir: Path) -> RouterSettings:
     """The settings with the overlay applied where there is one (a broken one is logged and skipped)."""
-    path = skills_path(settings, install_dir)
+    path = skills_path(settings, learned_dir)
     if not settings.enabled or not path.exists():
         return settings
     try:

@@ -77,7 +77,7 @@ class Service:
         self.keys = KeyRing({})
         self.request_log: RequestLog | None = None
         self.routing_log = RoutingLog(config.routing_log)
-        self.router = Router(config.settings.router, config.install_dir, self.metrics)
+        self.router = Router(config.settings.router, config.install_dir, self.metrics, learned_dir=config.learned_dir)
         self._health_task: asyncio.Task | None = None
         self._configure_edges(config)
 
@@ -103,6 +103,7 @@ class Service:
     def _configure_edges(self, config: LoadedConfig) -> None:
         service = config.settings.service
         self.metrics.clients = frozenset(service.clients)
+        self.router.learned_dir = config.learned_dir
         self.router.configure(config.settings.router)
         self._load_keys(config)
         if self.routing_log.path != config.routing_log:
