@@ -217,7 +217,7 @@ def render(results: list[dict], meta: dict) -> str:
         "# Engine study: results", "",
         f"Measured {meta['date']} on {meta['cpus']} CPUs, Python {meta['python']}, with "
         f"`python bench/study/run.py --per-set {meta['per_set']}` (`make study`). Rows: {meta['rows']} "
-        f"({meta['seed_rows']} sampled from the five seed sets, {meta['blind_rows']} from the blind set, "
+        f"({meta['seed_rows']} sampled from the seed sets in `calibration/`, {meta['blind_rows']} from the blind set, "
         "`blind.jsonl`, written for this study and never fitted). Raw figures: `results.json`; chart: `pareto.png`.", "",
         "Engines marked *random* run real server code on tiny generated checkpoints with random weights: "
         "their accuracy is chance and means nothing; their latency and CPU show what the engine's code costs "
