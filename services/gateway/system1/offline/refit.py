@@ -185,20 +185,24 @@ def evidence(decisions: Iterable[dict[str, Any]], outcomes: Iterable[dict[str, A
 
 #: At most this many rounds of sharing outcomes and re-estimating skills, stopping once no skill
 #: moves more than SETTLED.
-ROUNDS = 100
-SETTLED = 1e-5
+ROUNDS = 50
+SETTLED = 1e-4
+
+
+def _shares(outcome: Outcome, skill: Callable[[str, str], float]) -> dict[str, float]:
+    """How much of `outcome` each of its request's topics takes: P(topic) times the likelihood of
+    the outcome under `skill(model, topic)`, normalised."""
+    weights = {t: p * (skill(outcome.model, t) if outcome.success else 1 - skill(outcome.model, t))
+               for t, p in outcome.topics.items()}
+    total = sum(weights.values())
+    return {t: (w / total if total > 0 else outcome.topics[t]) for t, w in weights.items()}
 
 
 def tallies_for(outcomes: Iterable[Outcome], skill: Callable[[str, str], float]) -> dict[tuple[str, str], Tally]:
-    """Outcomes per (model, topic), each shared among its request's topics by P(topic) times the
-    likelihood of the outcome under `skill(model, topic)`."""
+    """Outcomes per (model, topic), each shared among its request's topics (`_shares`)."""
     tallies: dict[tuple[str, str], Tally] = defaultdict(Tally)
     for outcome in outcomes:
-        weights = {t: p * (skill(outcome.model, t) if outcome.success else 1 - skill(outcome.model, t))
-                   for t, p in outcome.topics.items()}
-        total = sum(weights.values())
-        for topic, weight in weights.items():
-            share = weight / total if total > 0 else outcome.topics[topic]
+        for topic, share in _shares(outcome, skill).items():
             tallies[outcome.model, topic].add(outcome.success, outcome.source, share)
     return dict(tallies)
 
@@ -214,14 +218,20 @@ def fit(catalogue: RouterSettings, current: RouterSettings, outcomes: list[Outco
     def skill(model: str, topic: str) -> float:
         return skills.get((model, topic), models[model].skill(topic))
 
-    tallies: dict[tuple[str, str], Tally] = {}
-    for _ in range(ROUNDS):
-        tallies = tallies_for(outcomes, skill)
-        before = dict(skills)
-        skills = {(m, t): (prior_strength * models[m].skill(t) + tally.successes) / (prior_strength + tally.n)
-                  for (m, t), tally in tallies.items() if prior_strength + tally.n > 0}
+    for _ in range(ROUNDS):  # the shares and the skills, in turn, until the skills settle
+        good: dict[tuple[str, str], float] = defaultdict(float)
+        total: dict[tuple[str, str], float] = defaultdict(float)
+        for outcome in outcomes:
+            for topic, share in _shares(outcome, skill).items():
+                total[outcome.model, topic] += share
+                if outcome.success:
+                    good[outcome.model, topic] += share
+        before = skills
+        skills = {(m, t): (prior_strength * models[m].skill(t) + good[m, t]) / (prior_strength + n)
+                  for (m, t), n in total.items() if prior_strength + n > 0}
         if before and max(abs(v - before.get(k, v)) for k, v in skills.items()) < SETTLED:
             break
+    tallies = tallies_for(outcomes, skill)
     in_use = {m.id: m for m in current.models}
     fitted = []
     for model in catalogue.models:
