@@ -28,9 +28,9 @@ $(PROMTOOL): deploy/images/prometheus-binaries.sh
 # report in a real headless browser, and the benchmark screenshots it.
 CHROMEDRIVER := /usr/bin/chromedriver
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+APT_INSTALL := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends
 $(CHROMEDRIVER):
-	$(SUDO) apt-get install -y -qq --no-install-recommends chromium chromium-driver >/dev/null \
-		|| { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq --no-install-recommends chromium chromium-driver >/dev/null; }
+	$(APT_INSTALL) chromium chromium-driver >/dev/null || { $(SUDO) apt-get update -qq && $(APT_INSTALL) chromium chromium-driver >/dev/null; }
 
 test-unit: $(TOOLS) $(PROMTOOL) $(CHROMEDRIVER)
 	$(BIN)/pytest tests/unit
