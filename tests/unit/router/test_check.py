@@ -106,6 +106,15 @@ async def test_the_cost_cap_keeps_the_first_answer(upstream, tmp_path):
     assert reply.headers["x-router-check"] == "0.100" and logged["escalated_from"] == []
 
 
+async def test_a_stronger_model_that_fails_when_escalated_to_is_logged_and_the_answer_stands(upstream, tmp_path):
+    upstream.fail(MID, "503")
+    router, _, reply, logged = await answered(upstream, tmp_path, Judged(cloud_cheap=0.1), max_escalations=1)
+    assert reply.headers["x-router-model"] == CHEAP and "x-router-escalated" not in reply.headers
+    assert "x-router-failed" not in reply.headers  # the client's answer came before it
+    assert logged["model"] == CHEAP and logged["failed"] == [{"model": MID, "why": "HTTP 503"}]
+    assert sample(router, "system1_router_fall_throughs_total", model=MID) == 1
+
+
 async def test_an_answer_without_a_verdict_stands(upstream, tmp_path):
     _, _, reply, logged = await answered(upstream, tmp_path, Judged())
     assert reply.headers["x-router-model"] == CHEAP and reply.headers["x-router-check"] == "none"

@@ -261,11 +261,12 @@ class Router:
         if forwarded.stream is None:
             earlier: list[Forwarded] = []
             checks: list[Verdict] = []
+            unreached: list[Attempted] = []
             if judge is not None and plan.route is not None and applies(self.settings, stream, headers):
-                earlier, forwarded, checks = await self._check(plan, body, headers, forwarded, judge)
+                earlier, forwarded, checks, unreached = await self._check(plan, body, headers, forwarded, judge)
             self.in_flight.release(plan.model)
             self._stay_with(plan, forwarded, earlier)
-            self._finish(plan, client, forwarded, time.perf_counter() - started, earlier, checks)
+            self._finish(plan, client, forwarded, time.perf_counter() - started, earlier, checks, unreached)
             reply_headers = {**forwarded.headers, **self.headers_for(plan, forwarded, earlier, checks)}
             return Reply(forwarded.status, reply_headers, forwarded.body)
         self._stay_with(plan, forwarded, [])
@@ -283,13 +284,15 @@ class Router:
         return Reply(forwarded.status, reply_headers, None, relay())
 
     async def _check(self, plan: Plan, body: dict[str, Any], headers: Mapping[str, str], forwarded: Forwarded,
-                     judge: Judge) -> tuple[list[Forwarded], Forwarded, list[Verdict]]:
+                     judge: Judge) -> tuple[list[Forwarded], Forwarded, list[Verdict], list[Attempted]]:
         """Judge the answer; below the bar, send the request to the next stronger model, within
-        the caps. The answers replaced, the one the client gets, and every verdict."""
+        the caps. The answers replaced, the one the client gets, every verdict, and the stronger
+        models that failed when escalated to (the answer before them stands)."""
         check, route = self.settings.check, plan.route
         request = plan.conversation.last_user or "\n".join(plan.conversation.texts)
         earlier: list[Forwarded] = []
         checks: list[Verdict] = []
+        unreached: list[Attempted] = []
         tried = {forwarded.model, *(a.model for a in forwarded.failed)}
         escalation_cost = 0.0
         while True:
@@ -312,12 +315,13 @@ class Router:
                                       [(model, model.upstream, route.reasoning_effort)], False)
             except AllFailed as exc:
                 self._fell_through(exc.failed)
+                unreached.extend(exc.failed)
                 break
             self.observer.escalated(self._label(forwarded.model), better.id)
             escalation_cost += better.est_cost_usd
             earlier.append(forwarded)
             forwarded = again
-        return earlier, forwarded, checks
+        return earlier, forwarded, checks, unreached
 
     def _stay_with(self, plan: Plan, forwarded: Forwarded, earlier: Sequence[Forwarded]) -> None:
         """After a fall-through or an escalation, the conversation stays with the model that answered."""
@@ -355,7 +359,9 @@ class Router:
             self.observer.fell_through(self._label(attempt.model))
 
     def _finish(self, plan: Plan, client: str, forwarded: Forwarded, seconds: float, earlier: Sequence[Forwarded] = (),
-                checks: Sequence[Verdict] = ()) -> None:
+                checks: Sequence[Verdict] = (), unreached: Sequence[Attempted] = ()) -> None:
+        """Charge, count and log an answer; `unreached`: stronger models that failed when
+        escalated to, logged with the failures (refit counts them) but not said to the client."""
         cost = sum(self._charge(f) for f in [*earlier, forwarded])
         if plan.key is not None:  # a routed request (not a pass-through): its turn may come again
             self.outcomes.answered(client, plan.conversation, plan.request_id, forwarded.model)
@@ -366,7 +372,7 @@ class Router:
         if forwarded.broken:
             logger.warning("router: %s's stream for %s was cut short: %s", forwarded.model, plan.request_id,
                            forwarded.broken)
-        self._record(plan, client, forwarded, seconds, failed, cost, earlier, checks)
+        self._record(plan, client, forwarded, seconds, [*failed, *unreached], cost, earlier, checks)
 
     def _charge(self, forwarded: Forwarded) -> float:
         """An answer's cost from its usage, added to its model's spend."""
