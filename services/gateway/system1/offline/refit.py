@@ -79,7 +79,7 @@ def count(value: float) -> str:
 MIN_SHARE = 0.05
 
 
-def shares(signals: dict[str, Any]) -> dict[str, float]:
+def topic_weights(signals: dict[str, Any]) -> dict[str, float]:
     """How a request's outcomes are shared among topics: the decision's probabilities of those
     with at least MIN_SHARE, normalised (its main topic alone when it logged none)."""
     topics = {t: float(p) for t, p in (signals.get("topics") or {}).items() if isinstance(p, int | float) and p >= MIN_SHARE}
@@ -151,7 +151,7 @@ def evidence(decisions: Iterable[dict[str, Any]], outcomes: Iterable[dict[str, A
     found: list[Outcome] = []
     skipped: Counter = Counter()
     for entry in decisions:
-        topics = shares(entry.get("signals") or {})
+        topics = topic_weights(entry.get("signals") or {})
         if not topics:
             skipped["no topic (a sticky turn, or no decision)"] += 1
             continue
@@ -218,20 +218,14 @@ def fit(catalogue: RouterSettings, current: RouterSettings, outcomes: list[Outco
     def skill(model: str, topic: str) -> float:
         return skills.get((model, topic), models[model].skill(topic))
 
+    tallies: dict[tuple[str, str], Tally] = {}
     for _ in range(ROUNDS):  # the shares and the skills, in turn, until the skills settle
-        good: dict[tuple[str, str], float] = defaultdict(float)
-        total: dict[tuple[str, str], float] = defaultdict(float)
-        for outcome in outcomes:
-            for topic, share in _shares(outcome, skill).items():
-                total[outcome.model, topic] += share
-                if outcome.success:
-                    good[outcome.model, topic] += share
+        tallies = tallies_for(outcomes, skill)
         before = skills
-        skills = {(m, t): (prior_strength * models[m].skill(t) + good[m, t]) / (prior_strength + n)
-                  for (m, t), n in total.items() if prior_strength + n > 0}
+        skills = {(m, t): (prior_strength * models[m].skill(t) + tally.successes) / (prior_strength + tally.n)
+                  for (m, t), tally in tallies.items() if prior_strength + tally.n > 0}
         if before and max(abs(v - before.get(k, v)) for k, v in skills.items()) < SETTLED:
             break
-    tallies = tallies_for(outcomes, skill)
     in_use = {m.id: m for m in current.models}
     fitted = []
     for model in catalogue.models:
