@@ -93,12 +93,12 @@ class ServiceSettings(_Section):
     mcp_session_idle_s: float = Field(default=600.0, gt=0.0, le=86_400.0)
     request_log: str = ""
     request_log_questions: bool = False
+    request_log_max_bytes: int = Field(default=10 * 1_048_576, ge=1024)
+    request_log_backups: int = Field(default=3, ge=0, le=100)
     #: The folder of this installation's learned files (calibration.json, heads.json,
     #: router/skills.json); the state folder when empty. Several gateway replicas read one
     #: shared, read-only folder here (deploy/k8s/README.md).
     learned_dir: str = ""
-    request_log_max_bytes: int = Field(default=10 * 1_048_576, ge=1024)
-    request_log_backups: int = Field(default=3, ge=0, le=100)
 
 
 SECTIONS: dict[str, type[BaseModel]] = {
