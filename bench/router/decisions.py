@@ -69,9 +69,13 @@ def router_table() -> str:
     return table
 
 
+def stack_router() -> dict[str, Any]:
+    """The stack's `[router]` table, parsed."""
+    return tomllib.loads(router_table())["router"]
+
+
 def settings() -> RouterSettings:
-    table = tomllib.loads(router_table())["router"]
-    return RouterSettings.model_validate({**table, "private": "local_only"})
+    return RouterSettings.model_validate({**stack_router(), "private": "local_only"})
 
 
 def config(engine: Engine, section: str) -> str:
@@ -133,8 +137,7 @@ def gold_routes(table: RouterSettings, prompts: list[dict[str, Any]]) -> dict[st
         gold = route(table, gold_signals(p["gold"]), needs)
         tokens = table.est_output_tokens[p["gold"]["complexity"]]
         costs = {m.id: est_cost(m, needs.input_tokens, tokens) for m in table.models}
-        out[p["id"]] = {"model": gold.model, "order": gold.order, "costs": costs, "input_tokens": needs.input_tokens,
-                        "findings": list(check.findings)}
+        out[p["id"]] = {"model": gold.model, "costs": costs, "findings": list(check.findings)}
     return out
 
 

@@ -27,7 +27,6 @@ import subprocess
 import tempfile
 import sys
 import time
-import tomllib
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -39,7 +38,7 @@ ROOT = HERE.parents[1]
 sys.path[:0] = [str(HERE.parent), str(HERE), str(ROOT), str(ROOT / "services" / "gateway")]
 
 from benchlib import served_gateway  # noqa: E402
-from decisions import body, gold_signals, read, router_table  # noqa: E402
+from decisions import body, gold_signals, read, stack_router  # noqa: E402
 from local_engines import minilm  # noqa: E402
 from system1.offline.refit import evidence, fit, read_logs  # noqa: E402
 from system1.router.catalogue import RouterSettings  # noqa: E402
@@ -70,14 +69,14 @@ TIERS = ("llama", "openrouter")
 def catalogue(fake_url: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The stack's local and OpenRouter tiers and their models, both upstreams at the fake (the
     local tier stays local)."""
-    table = tomllib.loads(router_table())["router"]
+    table = stack_router()
     upstreams = {name: {"base_url": fake_url, "apis": ["openai", "anthropic"], "local": name == "llama"} for name in TIERS}
     return upstreams, [m for m in table["models"] if m["upstream"] in TIERS]
 
 
 def config(section: str, fake_url: str) -> str:
     upstreams, models = catalogue(fake_url)
-    table = tomllib.loads(router_table())["router"]
+    table = stack_router()
     return router_toml(upstreams, models, "systemone", learning=True, private=table["private"], fallback_model=table["fallback_model"],
                        decision={"chars": table["decision"]["chars"]}) + section
 
@@ -85,7 +84,7 @@ def config(section: str, fake_url: str) -> str:
 def settings(fake_url: str, skills: dict[tuple[str, str], float] | None = None) -> RouterSettings:
     """The catalogue as the gateway reads it, with `skills` laid over it."""
     upstreams, models = catalogue(fake_url)
-    table = tomllib.loads(router_table())["router"]
+    table = stack_router()
     changed = []
     for model in models:
         extra = {topic: s for (m, topic), s in (skills or {}).items() if m == model["id"]}
