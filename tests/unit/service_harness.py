@@ -8,9 +8,10 @@ import asyncio
 import contextlib
 import socket
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import httpx
 import uvicorn
@@ -21,6 +22,7 @@ from system1.service.service import Service
 from .helpers import config_in
 
 BASE_URL = "http://127.0.0.1"
+T = TypeVar("T")
 
 
 @dataclass
@@ -65,6 +67,11 @@ class Running:
     service: Service
     state_dir: Path
     config_path: Path
+    loop: asyncio.AbstractEventLoop
+
+    def call(self, work: Callable[[], Awaitable[T]], timeout_s: float = 30) -> T:
+        """`work()` run in the service's own event loop, from the test's thread; its result."""
+        return asyncio.run_coroutine_threadsafe(work(), self.loop).result(timeout_s)
 
 
 @contextlib.contextmanager
@@ -76,12 +83,14 @@ def running_service(tmp_path: Path, toml: str, **env: str) -> Iterator[Running]:
     sock.bind(("127.0.0.1", 0))
     sock.listen(128)  # connections wait in the backlog until the server accepts them
     url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    loop = asyncio.new_event_loop()  # the server's, kept so tests can run work in it (Running.call)
+    thread = threading.Thread(target=loop.run_until_complete, args=(server.serve(sockets=[sock]),), daemon=True)
     thread.start()
     try:
         assert httpx.get(f"{url}/healthz", timeout=30).status_code == 200, "the service did not start"
-        yield Running(url, service, tmp_path / "state", tmp_path / "config.toml")
+        yield Running(url, service, tmp_path / "state", tmp_path / "config.toml", loop)
     finally:
         server.should_exit = True
         thread.join(30)
+        loop.close()
         sock.close()

@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 
 import httpx
 import pytest
@@ -38,15 +37,6 @@ def gateway(tmp_path):
         yield running
 
 
-def eventually(condition, timeout_s: float = 10.0) -> None:
-    """Return once `condition()` holds (the service writes metrics and logs a moment after it
-    answers); fail after `timeout_s`."""
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "the condition did not come true in time"
-        time.sleep(0.02)
-
-
 def metric(url: str, line_start: str) -> float:
     for line in httpx.get(f"{url}/metrics").text.splitlines():
         if line.startswith(line_start):
@@ -60,7 +50,7 @@ def test_a_routed_answer_is_checked_shadowed_and_takes_feedback(gateway):
     assert reply.headers["x-router-check"] == "0.900" and "x-router-escalated" not in reply.headers
     assert metric(gateway.url, f'system1_router_checks_total{{model="{CHEAP}",verdict="pass"}}') == 1
     agreed = f'system1_router_shadow_agreement_total{{agreed="true",model="{CHEAP}",signal="topic"}}'
-    eventually(lambda: metric(gateway.url, agreed) >= 1)  # the shadow answers after the request, off its path
+    gateway.call(gateway.service.router.settle)  # the shadow answers after the request, off its path
     assert metric(gateway.url, agreed) == 1
     request_id = reply.headers["x-router-request-id"]
     recorded = httpx.post(f"{gateway.url}/v1/router/feedback", json={"request_id": request_id, "verdict": "bad"})
@@ -76,9 +66,7 @@ def test_refit_from_feedback_moves_the_next_route_once_the_service_reloads(gatew
         assert reply.headers["x-router-model"] == CHEAP
         httpx.post(f"{gateway.url}/v1/router/feedback",
                    json={"request_id": reply.headers["x-router-request-id"], "verdict": "bad"}).raise_for_status()
-    for log in ("router.jsonl", "router-outcomes.jsonl"):  # written off the request path, within a moment
-        path = gateway.state_dir / "logs" / log
-        eventually(lambda: path.exists() and len(path.read_text().splitlines()) >= 3)
+    gateway.call(gateway.service.router.settle)  # the logs are written off the request path
     env = {**os.environ, "SYSTEM1_CONFIG": str(gateway.config_path), "SYSTEM1_INSTALL_DIR": str(gateway.state_dir)}
     dry = subprocess.run([sys.executable, "-m", "system1", "router", "refit", "--url", gateway.url],
                          env=env, capture_output=True, text=True, timeout=60)

@@ -3,8 +3,8 @@
 Entries are gathered for up to `FLUSH_S` and written together by a worker thread: one thread
 wake-up per batch, not per line, since a writer thread woken for every line takes the GIL from
 the event loop at every request. Outside an event loop an entry is written at once. At most
-`MAX_PENDING` entries wait; beyond that an entry is dropped and counted. `close` writes what
-waits.
+`MAX_PENDING` entries wait; beyond that an entry is dropped and counted. `flush` and `close`
+write what waits.
 """
 
 from __future__ import annotations
@@ -68,13 +68,17 @@ class RotatingJsonl:
                 lines = self._batches.popleft()
                 self._handler.emit(logging.makeLogRecord({"msg": "\n".join(lines), "levelno": logging.INFO}))
 
-    def close(self) -> None:
-        """Write what waits and close the file; safe to call twice."""
+    def flush(self) -> None:
+        """Write what waits now (from the event loop's thread, like `write`)."""
         if self._flush is not None:
             self._flush.cancel()
             self._flush = None
         self._hand_over()
         self._drain()
+
+    def close(self) -> None:
+        """Write what waits and close the file; safe to call twice."""
+        self.flush()
         with self._lock:
             if self._handler is not None:
                 self._handler.close()

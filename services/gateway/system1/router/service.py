@@ -157,6 +157,14 @@ class Router:
         self.shadow.configure(settings, self.install_dir)
         self.outcomes.configure(settings, self.install_dir)
 
+    async def settle(self) -> None:
+        """Until the shadow has answered every job offered, then every log written what waits:
+        for whatever reads the logs or the shadow's counts next (a refit, a test)."""
+        await self.shadow.drain()
+        for log in (self.log, self.shadow.log, self.outcomes.log):
+            if log is not None:
+                log.flush()
+
     async def aclose(self) -> None:
         await self.shadow.aclose()
         self.outcomes.close()
