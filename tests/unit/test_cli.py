@@ -96,7 +96,7 @@ def test_keys_add_stores_only_the_hash_and_prints_the_key_once(tmp_path, capsys)
 
 
 def test_the_stdio_bridge_does_not_import_fastapi():
-    code = "import sys, system1.cli, system1.service.bridge, system1.service.mcp, system1.commands.service; print('fastapi' in sys.modules)"
+    code = "import sys, system1.cli, system1.client.bridge, system1.service.mcp, system1.commands.service; print('fastapi' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.stdout.split() == ["False"]
 

@@ -162,7 +162,7 @@ def test_each_question_with_a_context_is_also_asked_once_about_its_content_free_
     asked: list[dict] = []
 
     async def ask():
-        from system1.service.client import ServiceClient
+        from system1.client.service_client import ServiceClient
 
         async with ServiceClient("http://gateway", transport=transport) as service:
             real = service.decide

@@ -8,8 +8,8 @@ import logging
 import pytest
 
 from system1.core.logs import SafeFormatter
-from system1.service.bridge import ServiceBackend
-from system1.service.client import ServiceClient
+from system1.client.bridge import ServiceBackend
+from system1.client.service_client import ServiceClient
 
 from ..helpers import closed_port_url
 from ..service_harness import in_process

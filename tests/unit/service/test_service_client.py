@@ -8,7 +8,7 @@ import json
 import pytest
 
 from system1.cli import EXIT_OK, EXIT_START, main
-from system1.service.client import GatewayError, ServiceClient
+from system1.client.service_client import GatewayError, ServiceClient
 
 from ..helpers import closed_port_url
 from ..service_harness import app_transport, in_process

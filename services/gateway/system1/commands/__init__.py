@@ -1,6 +1,6 @@
 """The `system1` subcommands, one module per family; `cli.py` holds the parser.
 
-Commands that talk to a running service do it through `service.client.ServiceClient`, with
+Commands that talk to a running service do it through `client.service_client.ServiceClient`, with
 `talk_to_service`: the gateway is `--url` (else `SYSTEM1_GATEWAY_URL`), an unreachable one is
 one line naming it and why, and the gateway that answered is named on stderr.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..service.client import ServiceClient
+    from ..client.service_client import ServiceClient
 
 EXIT_OK, EXIT_START, EXIT_HEALTH, EXIT_DECISION = 0, 1, 2, 3
 
@@ -41,7 +41,7 @@ def write_learned(command: str, path: Path, write: Callable[[Path], None]) -> bo
 def talk_to_service(args: argparse.Namespace, work: Callable[[ServiceClient], Awaitable[int]]) -> int:
     """Run `work` with a client of the service named by `args`; its exit code, or EXIT_START
     when the gateway gave no usable answer."""
-    from ..service.client import GatewayError, ServiceClient
+    from ..client.service_client import GatewayError, ServiceClient
 
     client = ServiceClient.from_env(url=args.url, transport=getattr(args, "transport", None))
 

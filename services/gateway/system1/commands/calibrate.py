@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from . import EXIT_DECISION, EXIT_HEALTH, EXIT_OK, EXIT_START, talk_to_service, write_learned
 
 if TYPE_CHECKING:
-    from ..service.client import ServiceClient
+    from ..client.service_client import ServiceClient
 
 
 def labelled_rows(args: argparse.Namespace, command: str) -> list | None:

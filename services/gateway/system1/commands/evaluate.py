@@ -14,7 +14,7 @@ def run(args: argparse.Namespace) -> int:
     from ..core.config import load_config
     from ..offline import evaluate as tool
     from ..routing.log import evaluable_entries
-    from ..service.client import ServiceClient
+    from ..client.service_client import ServiceClient
 
     config = load_config()
     routing, gateway = config.settings.routing, config.settings.gateway

@@ -12,7 +12,7 @@ from . import EXIT_OK, client_name, talk_to_service
 
 def run(args: argparse.Namespace) -> int:
     """Show what the routing hook would do for a prompt (the hook itself hides its errors)."""
-    from ..service.client import ServiceClient
+    from ..client.service_client import ServiceClient
 
     prompt = args.prompt if args.prompt is not None else sys.stdin.read()
     event = {"hook_event_name": "UserPromptSubmit", "prompt": prompt, "cwd": args.cwd or os.getcwd(),

@@ -16,7 +16,7 @@ def run(args: argparse.Namespace) -> int:
     from ..core.heads import LOCAL_HEADS_NAME, SHIPPED_HEADS
     from ..offline import calibrate as labelled
     from ..offline import learn as tool
-    from ..service.client import ServiceClient
+    from ..client.service_client import ServiceClient
 
     try:
         import sklearn  # noqa: F401
@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
 
 def feedback(args: argparse.Namespace) -> int:
     """`system1 feedback REQUEST_ID LABEL`: label a decision the gateway remembered."""
-    from ..service.client import ServiceClient
+    from ..client.service_client import ServiceClient
 
     async def work(service: ServiceClient) -> int:
         answer = await service.feedback(args.request_id, args.label)

@@ -17,7 +17,7 @@ from . import EXIT_OK, EXIT_START, talk_to_service
 
 def run(args: argparse.Namespace) -> int:
     from ..routing.log import labels_of
-    from ..service.client import ServiceClient
+    from ..client.service_client import ServiceClient
 
     sent = None
     if args.label:

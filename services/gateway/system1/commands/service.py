@@ -12,13 +12,13 @@ from ..core.paths import install_dir, mcp_socket_path
 from . import EXIT_HEALTH, EXIT_OK, EXIT_START, client_name, talk_to_service
 
 if TYPE_CHECKING:
-    from ..service.client import ServiceClient
+    from ..client.service_client import ServiceClient
 
 
 def mcp(args: argparse.Namespace) -> int:
     if args.standalone:
         return _mcp_in_process()
-    from ..service.relay import relay
+    from ..client.relay import relay
 
     # Beside a running service: relay to its local socket, importing nothing more.
     relayed = relay(mcp_socket_path(install_dir(os.environ)), client_name())
@@ -29,8 +29,8 @@ def _mcp_over_http() -> int:
     """The tools served here, each call forwarded to the service's REST API (a service on
     another host, or none: health then says `down`)."""
     from ..core.logs import configure_logging
-    from ..service.bridge import ServiceBackend
-    from ..service.client import ServiceClient
+    from ..client.bridge import ServiceBackend
+    from ..client.service_client import ServiceClient
     from ..service.mcp import run_stdio
 
     configure_logging(os.environ.get("SYSTEM1_LOG_LEVEL", "INFO").upper())

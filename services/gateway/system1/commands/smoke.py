@@ -22,7 +22,7 @@ def run(args: argparse.Namespace) -> int:
         command.append("--standalone")
     _line("START", "", shlex.join(command))
     if not args.standalone:
-        from ..service.client import default_url
+        from ..client.service_client import default_url
 
         _line("GATEWAY", "", f"{args.url or default_url()} (for a bridge started by this command)")
     try:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from . import EXIT_OK, EXIT_START, talk_to_service
 
 if TYPE_CHECKING:
-    from ..service.client import ServiceClient
+    from ..client.service_client import ServiceClient
 
 
 def _sessions(args: argparse.Namespace):

@@ -25,7 +25,7 @@ from typing import Any
 from ..core.calibration import Fit, FitsFile, content_free
 from ..core.config import GatewaySettings
 from ..core.schema import KIND_PATTERN, YES_NO
-from ..service.client import ServiceClient
+from ..client.service_client import ServiceClient
 from .fitting import (
     Answered,
     calibrated,

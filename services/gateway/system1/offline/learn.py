@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.heads import Head, HeadsFile
-from ..service.client import GatewayError, ServiceClient
+from ..client.service_client import GatewayError, ServiceClient
 from .calibrate import Labelled, progress_bar
 from .learning import REPEATS, Example, KindResult, learn
 

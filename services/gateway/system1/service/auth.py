@@ -21,8 +21,8 @@ import secrets
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-BRIDGE = "bridge"
-BRIDGE_TOKEN_FILE = "bridge.token"
+from ..client.token import BRIDGE
+
 DEFAULT_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "gateway", "system1-gateway"})
 _NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 
@@ -98,25 +98,6 @@ def add_key(path: Path, name: str) -> str:
         handle.write(f"{name} {hash_key(key)}\n")
     os.chmod(path, 0o600)
     return key
-
-
-def write_bridge_token(state_dir: Path) -> str:
-    """A fresh token for this service run, readable only by the service's own user."""
-    token = secrets.token_urlsafe(32)
-    state_dir.mkdir(parents=True, exist_ok=True)
-    path = state_dir / BRIDGE_TOKEN_FILE
-    path.unlink(missing_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(token)
-    return token
-
-
-def read_bridge_token(state_dir: Path) -> str | None:
-    try:
-        return (state_dir / BRIDGE_TOKEN_FILE).read_text(encoding="utf-8").strip() or None
-    except OSError:
-        return None
 
 
 def host_allowed(host_header: str | None, extra: Iterable[str]) -> bool:

@@ -12,8 +12,9 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..core.schema import ErrorCode, error_response
-from . import headers as h
-from .auth import BRIDGE, host_allowed, valid_name
+from ..client import headers as h
+from ..client.token import BRIDGE
+from .auth import host_allowed, valid_name
 from .service import Service
 
 logger = logging.getLogger(__name__)

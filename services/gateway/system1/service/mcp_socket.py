@@ -1,5 +1,5 @@
 """MCP sessions on the service's local socket (`<state>/run/mcp.sock`), for `system1 mcp`
-started beside the service (`relay.py`).
+started beside the service (`client/relay.py`).
 
 Each connection is one session of the same SDK server as `/mcp`, on a line-delimited wire like
 stdio: a first line names the caller (`{"system1_client": "<name>"}`; a name that is not a

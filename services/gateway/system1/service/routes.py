@@ -21,8 +21,8 @@ from ..core.gateway import EmbedderUnavailable, LabelsOff
 from ..core.result import Decision
 from ..core.schema import MAX_JSON_DEPTH, DecideResponse, ErrorCode, RequestError, json_schemas
 from ..routing.hook import RouteEvent, parse_event
-from . import headers
-from .auth import BRIDGE
+from ..client import headers
+from ..client.token import BRIDGE
 from .hygiene import envelope
 from .metrics import CONTENT_TYPE
 from .service import Service

@@ -28,7 +28,8 @@ from ..router.service import Plan, Reply, Router
 from ..router.shadow import ShadowJob
 from ..router.signals import Asked, ask
 from ..routing.log import RoutingLog, labels_of, write_labels
-from .auth import KeyRing, write_bridge_token
+from ..client.token import write_bridge_token
+from .auth import KeyRing
 from .metrics import Metrics
 from .reports import capabilities_report, health_report
 from .requestlog import RequestLog

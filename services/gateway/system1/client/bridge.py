@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.schema import ErrorCode, RequestError, check_json_value, error_response
-from .client import GatewayError, ServiceClient
+from .service_client import GatewayError, ServiceClient
 
 
 class ServiceBackend:

@@ -19,7 +19,7 @@ import httpx
 
 from ..core.paths import install_dir
 from . import headers
-from .auth import read_bridge_token
+from .token import read_bridge_token
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 DEFAULT_TIMEOUT_S = 330.0  # the longest per-attempt timeout (300 s) plus room for the queue
