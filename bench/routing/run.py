@@ -30,7 +30,7 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(ROOT / "services" / "gateway"))
 
 from benchlib import free_port, percentile, wait_http as wait  # noqa: E402
-from system1.routing.rule import rank  # noqa: E402
+from system1.hook.rule import rank  # noqa: E402
 
 DIRECT = {"question": "Which Claude model tier does this task need?",
           "options": ["haiku: quick lookups and small mechanical edits",

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from system1.core.gateway import Gateway
 from system1.core.schema import DecideResponse, RequestError
-from system1.routing.hook import parse_event
+from system1.hook.answer import parse_event
 from tests.unit.helpers import config_in
 
 from .conftest import TALLY

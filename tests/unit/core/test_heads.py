@@ -146,11 +146,11 @@ def test_a_head_with_mismatched_shapes_is_refused():
 
 
 async def test_the_routing_hooks_features_use_a_head_for_their_question(tmp_path):
-    from system1.routing.features import FEATURES
+    from system1.hook.features import FEATURES
 
     design = DESTRUCTIVE.model_copy(update={"kind": kind_of(FEATURES["design"], ["yes", "no"], yes_no=True)})
     g = with_heads(tmp_path, Embedding(), design)
-    from system1.routing.hook import RoutingHook
+    from system1.hook.answer import RoutingHook
 
     hook = RoutingHook(g, None)  # type: ignore[arg-type]  # features() never logs
     features = await hook.features("rm the old design and plan a new one", "local", 5.0)

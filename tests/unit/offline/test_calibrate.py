@@ -183,7 +183,7 @@ def test_each_question_with_a_context_is_also_asked_once_about_its_content_free_
 def test_the_shipped_seed_sets_load_and_ask_the_routing_features_exactly():
     from pathlib import Path
 
-    from system1.routing.features import FEATURES
+    from system1.hook.features import FEATURES
 
     root = Path(__file__).parents[3] / "calibration"
     routing = calibrate_tool.load(root / "routing-seed.jsonl")

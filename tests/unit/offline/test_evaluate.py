@@ -8,7 +8,7 @@ import pytest
 
 from system1.cli import EXIT_HEALTH, main
 from system1.offline.evaluate import Bars, FeatureAnswer, assess, verdict
-from system1.routing.features import FEATURES
+from system1.hook.features import FEATURES
 
 from ..service_harness import app_transport
 

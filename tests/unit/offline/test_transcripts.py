@@ -9,9 +9,10 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from system1.cli import main
-from system1.offline.outcomes import apply, judge, summary
+from system1.hook.log import write_outcomes
+from system1.offline.spawn_outcomes import judge, summary
 from system1.offline.transcripts import HINT, read_sessions
-from system1.routing.hook import hint_text
+from system1.hook.answer import hint_text
 from system1.offline.usage import DEFAULT_PRICES, load_prices, render, report
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
@@ -119,7 +120,7 @@ def test_apply_writes_outcomes_into_the_routing_log(projects, tmp_path):
     log.write_text(json.dumps({"source": "agent", "tool_use_id": "t2", "prompt": "x"}) + "\n"
                    + json.dumps({"source": "agent", "tool_use_id": "t1", "outcome": "failed", "outcome_source": "manual"}) + "\n"
                    + json.dumps({"source": "prompt", "prompt": "y"}) + "\n")
-    assert apply(log, list(verdicts_of(projects).values())) == 1
+    assert write_outcomes(log, list(verdicts_of(projects).values())) == 1
     entries = [json.loads(line) for line in log.read_text().splitlines()]
     assert entries[0] == {"source": "agent", "tool_use_id": "t2", "prompt": "x", "outcome": "failed",
                                "outcome_reason": "the tool result was an error", "outcome_tier": "sonnet", "outcome_source": "auto"}
@@ -204,7 +205,7 @@ def test_the_services_routing_entries_skip_and_count_lines_that_are_not_json(tmp
 
 
 def test_teacher_labels_go_through_the_service_and_reach_evaluate_calibrate_and_learn_rows(tmp_path, monkeypatch, capsys):
-    from system1.routing.features import FEATURES
+    from system1.hook.features import FEATURES
 
     from ..service_harness import app_transport, call
 

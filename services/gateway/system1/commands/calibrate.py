@@ -34,7 +34,7 @@ def labelled_rows(args: argparse.Namespace, command: str) -> list | None:
 async def routing_log_rows(service: ServiceClient, args: argparse.Namespace) -> list:
     """With `--from-routing-log`, the teacher labels of the service's routing log as rows."""
     from ..offline import calibrate as tool
-    from ..routing.log import teacher_rows
+    from ..hook.log import teacher_rows
 
     if not args.from_routing_log:
         return []

@@ -13,7 +13,7 @@ from . import EXIT_HEALTH, EXIT_OK, EXIT_START, talk_to_service
 def run(args: argparse.Namespace) -> int:
     from ..core.config import load_config
     from ..offline import evaluate as tool
-    from ..routing.log import evaluable_entries
+    from ..hook.log import evaluable_entries
     from ..client.service_client import ServiceClient
 
     config = load_config()

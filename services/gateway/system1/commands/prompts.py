@@ -16,7 +16,7 @@ from . import EXIT_OK, EXIT_START, talk_to_service
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..routing.log import labels_of
+    from ..hook.log import labels_of
     from ..client.service_client import ServiceClient
 
     sent = None

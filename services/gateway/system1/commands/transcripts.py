@@ -28,15 +28,16 @@ def outcomes(args: argparse.Namespace) -> int:
     import json
     from pathlib import Path
 
-    from ..offline import outcomes
+    from ..hook.log import write_outcomes
+    from ..offline import spawn_outcomes
 
     sessions = _sessions(args)
     if sessions is None:
         return EXIT_START
-    verdicts = [v for session in sessions.values() for v in outcomes.judge(session.spawns)]
-    result = outcomes.summary(verdicts)
+    verdicts = [v for session in sessions.values() for v in spawn_outcomes.judge(session.spawns)]
+    result = spawn_outcomes.summary(verdicts)
     if args.apply and args.log:
-        result["applied"] = outcomes.apply(Path(args.log).expanduser(), verdicts)
+        result["applied"] = write_outcomes(Path(args.log).expanduser(), verdicts)
     elif args.apply:  # the service's own log: in the stack, the one in its state volume
         code = talk_to_service(args, lambda service: _send(service, verdicts, result))
         if code != EXIT_OK:
@@ -56,9 +57,9 @@ def outcomes(args: argparse.Namespace) -> int:
 
 
 async def _send(service: ServiceClient, verdicts: list, result: dict) -> int:
-    from ..offline import outcomes
+    from ..hook.log import as_json
 
-    result["applied"] = (await service.apply_outcomes(outcomes.as_json(verdicts)))["applied"]
+    result["applied"] = (await service.apply_outcomes(as_json(verdicts)))["applied"]
     return EXIT_OK
 
 

@@ -35,11 +35,11 @@ from ..providers.base import (
 from .breaker import Breaker
 from .events import Observer
 from .lanes import Lane
-from .schema import Attempt, ErrorCode, Outcome
+from .schema import Attempt, ErrorCode, AttemptOutcome
 
 logger = logging.getLogger(__name__)
 
-FAILURE_CODES: dict[Outcome, ErrorCode] = {
+FAILURE_CODES: dict[AttemptOutcome, ErrorCode] = {
     "timeout": ErrorCode.PROVIDER_TIMEOUT,
     "error": ErrorCode.PROVIDER_ERROR,
     "malformed": ErrorCode.MALFORMED_RESPONSE,
@@ -124,7 +124,7 @@ class Chain:
             result.retry_after_s = min(hints)
         return result
 
-    def _judge(self, name: str, breaker: Breaker, outcome: Outcome, turned_away: int | None) -> None:
+    def _judge(self, name: str, breaker: Breaker, outcome: AttemptOutcome, turned_away: int | None) -> None:
         before = breaker.state
         if turned_away is not None:
             breaker.released()
@@ -141,7 +141,7 @@ class Chain:
 
     async def _try(
         self, name: str, state: Any, queries: list[Query], client: str, priority: int, timeout_s: float, work: int
-    ) -> tuple[list[EngineAnswer] | None, Outcome, str | None, int | None]:
+    ) -> tuple[list[EngineAnswer] | None, AttemptOutcome, str | None, int | None]:
         """One try of one provider: checked answers, or None with the failure's outcome, detail
         and (when turned away) retry hint."""
         provider = self.providers[name]

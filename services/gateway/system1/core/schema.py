@@ -43,7 +43,7 @@ class ErrorCode(str, enum.Enum):
 
 
 Status = Literal["decided", "abstained", "error"]
-Outcome = Literal["ok", "abstained", "timeout", "error", "malformed"]
+AttemptOutcome = Literal["ok", "abstained", "timeout", "error", "malformed"]
 
 
 # White space by either Python's or JSON Schema's (ECMAScript's) reckoning, so the validator and
@@ -134,7 +134,7 @@ class DecideRequest(BaseModel):
 
 class Attempt(BaseModel):
     provider: str
-    outcome: Outcome
+    outcome: AttemptOutcome
     latency_ms: int
     detail: str | None = None
 

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .fitting import auroc
-from ..routing.features import FEATURES
-from ..routing.rule import rank, tier
+from ..hook.features import FEATURES
+from ..hook.rule import rank, tier
 
 
 @dataclass(frozen=True)

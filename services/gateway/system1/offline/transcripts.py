@@ -23,7 +23,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from ..routing.rule import TIERS
+from ..hook.rule import TIERS
 
 AGENT_TOOLS = {"Task", "Agent"}
 # The current wording, and the one before it (older transcripts).

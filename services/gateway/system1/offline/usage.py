@@ -19,8 +19,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ..routing.rule import rank
-from .outcomes import judge
+from ..hook.rule import rank
+from .spawn_outcomes import judge
 from .transcripts import Session, Spawn
 
 DEFAULT_PRICES = Path(__file__).with_name("prices.json")

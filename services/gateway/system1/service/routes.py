@@ -20,7 +20,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from ..core.gateway import EmbedderUnavailable, LabelsOff
 from ..core.result import Decision
 from ..core.schema import MAX_JSON_DEPTH, DecideResponse, ErrorCode, RequestError, json_schemas
-from ..routing.hook import RouteEvent, parse_event
+from ..hook.answer import RouteEvent, parse_event
 from ..client import headers
 from ..client.token import BRIDGE
 from .hygiene import envelope

@@ -21,13 +21,12 @@ from ..core.gateway import Gateway
 from ..core.lanes import BATCH, INTERACTIVE
 from ..core.result import Decision
 from ..core.schema import RequestError
-from ..offline import outcomes
-from ..routing.hook import Outcome, RouteEvent, RoutingHook, feature_views, parse_features
+from ..hook.answer import HookReply, RouteEvent, RoutingHook, feature_views, parse_features
 from ..router.check import Verdict, judge
 from ..router.service import Plan, Reply, Router
 from ..router.shadow import ShadowJob
 from ..router.signals import Asked, ask
-from ..routing.log import RoutingLog, labels_of, write_labels
+from ..hook.log import RoutingLog, labels_of, verdicts_of, write_labels, write_outcomes
 from ..client.token import write_bridge_token
 from .auth import KeyRing
 from .metrics import Metrics
@@ -249,12 +248,12 @@ class Service:
         """Write spawn outcomes (from `system1 outcomes --apply`) into this service's routing log;
         `RequestError` naming the field for a bad body."""
         try:
-            verdicts = outcomes.verdicts_of(payload)
+            verdicts = verdicts_of(payload)
         except ValueError as exc:
             raise RequestError(str(exc)) from None
-        return {"applied": await self.routing_log.rewrite(lambda path: outcomes.apply(path, verdicts))}
+        return {"applied": await self.routing_log.rewrite(lambda path: write_outcomes(path, verdicts))}
 
-    async def route(self, event: RouteEvent, client: str) -> Outcome:
+    async def route(self, event: RouteEvent, client: str) -> HookReply:
         """The routing hook's answer for one Claude Code hook event."""
         async with self._use() as gateway:
             return await RoutingHook(gateway, self.routing_log).route(event, client)

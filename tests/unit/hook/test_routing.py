@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from system1.routing.hook import silence_reason
-from system1.routing.log import logged_dir
-from system1.routing.rule import tier
+from system1.hook.answer import silence_reason
+from system1.hook.log import logged_dir
+from system1.hook.rule import tier
 
 from ..helpers import closed_port_url
 from ..service_harness import in_process, running_service

@@ -2,7 +2,7 @@
 
 Every entry has an `id`. Teacher labels for the four features (`labels`) are written into a
 prompt's entry by id (`write_labels`, from `POST /v1/routing/labels`), outcomes into an Agent
-spawn's entry by tool use id (`offline.outcomes.apply`); `evaluate` reads both, and
+spawn's entry by tool use id (`write_outcomes`, from `system1 outcomes --apply` or `POST /v1/outcomes`); `evaluate` reads both, and
 `calibrate` and `learn` take the teacher labels as rows (`teacher_rows`).
 """
 
@@ -13,6 +13,7 @@ import json
 import secrets
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -143,6 +144,62 @@ def teacher_rows(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{"question": FEATURES[name], "context": {"prompt": entry["prompt"]}, "label": value}
             for entry in entries for name, value in (entry.get("labels") or {}).items()
             if name in FEATURES and value in ("yes", "no")]
+
+
+@dataclass(frozen=True)
+class SpawnVerdict:
+    """Whether an Agent spawn got its job done (`system1 outcomes`), by its tool use id."""
+
+    tool_use_id: str
+    outcome: str  # "failed" | "succeeded"
+    reason: str
+    tier: str | None
+    doubtful: bool
+
+
+def verdicts_of(raw: Any) -> list[SpawnVerdict]:
+    """Verdicts sent as JSON (`{"verdicts": [{tool_use_id, outcome, reason, tier}]}`), checked;
+    `ValueError` naming the item and field."""
+    items = raw.get("verdicts") if isinstance(raw, dict) else None
+    if not isinstance(items, list):
+        raise ValueError("verdicts: must be a list")
+    found = []
+    for index, item in enumerate(items):
+        where = f"verdicts.{index}"
+        if not isinstance(item, dict):
+            raise ValueError(f"{where}: must be an object")
+        tool_use_id, outcome = item.get("tool_use_id"), item.get("outcome")
+        reason, tier = item.get("reason", ""), item.get("tier")
+        if not isinstance(tool_use_id, str) or not tool_use_id:
+            raise ValueError(f"{where}.tool_use_id: must be a non-empty string")
+        if outcome not in ("failed", "succeeded"):
+            raise ValueError(f"{where}.outcome: must be 'failed' or 'succeeded'")
+        if not isinstance(reason, str) or (tier is not None and not isinstance(tier, str)):
+            raise ValueError(f"{where}: reason and tier must be strings")
+        doubtful = item.get("doubtful", False)
+        if not isinstance(doubtful, bool):
+            raise ValueError(f"{where}.doubtful: must be true or false")
+        found.append(SpawnVerdict(tool_use_id, outcome, reason, tier, doubtful))
+    return found
+
+
+def as_json(verdicts: list[SpawnVerdict]) -> dict[str, Any]:
+    return {"verdicts": [{"tool_use_id": v.tool_use_id, "outcome": v.outcome, "reason": v.reason, "tier": v.tier,
+                          "doubtful": v.doubtful} for v in verdicts]}
+
+
+def write_outcomes(log: Path, verdicts: list[SpawnVerdict]) -> int:
+    """Write outcomes into the routing log's Agent entries; returns how many were labelled."""
+    by_id = {v.tool_use_id: v for v in verdicts}
+
+    def label(entry: dict[str, Any]) -> bool:
+        verdict = by_id.get(entry.get("tool_use_id"))
+        if verdict is None or entry.get("outcome_source") == "manual":
+            return False
+        entry.update(outcome=verdict.outcome, outcome_reason=verdict.reason, outcome_tier=verdict.tier, outcome_source="auto")
+        return True
+
+    return rewrite_entries(log, label)
 
 
 class RoutingLog:

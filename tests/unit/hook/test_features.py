@@ -11,9 +11,9 @@ from system1.cli import EXIT_START, main
 from system1.core.gateway import Gateway
 from system1.providers.mock import MockOptions, MockProvider
 from system1.providers.systemone import SystemOneOptions, SystemOneProvider
-from system1.routing.features import FEATURES
-from system1.routing.hook import RoutingHook
-from system1.routing.log import RoutingLog
+from system1.hook.features import FEATURES
+from system1.hook.answer import RoutingHook
+from system1.hook.log import RoutingLog
 
 from ..helpers import FakeWire, config_in, json_reply
 from ..service_harness import app_transport, in_process

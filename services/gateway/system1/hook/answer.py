@@ -73,7 +73,7 @@ def parse_event(payload: Any) -> RouteEvent:
 
 
 @dataclass
-class Outcome:
+class HookReply:
     """What the hook should print (`context`, or nothing) and why, for debugging."""
 
     context: str | None = None
@@ -144,22 +144,22 @@ class RoutingHook:
     def settings(self) -> Settings:
         return self.gateway.config.settings
 
-    async def route(self, event: RouteEvent, client: str) -> Outcome:
+    async def route(self, event: RouteEvent, client: str) -> HookReply:
         started = time.monotonic()
         if event.hook_event_name == "PreToolUse":
             return await self._agent(event, client)
         routing = self.settings.routing
         prompt = event.prompt
         if prompt is None:
-            return Outcome(silent="no prompt in the hook input")
+            return HookReply(silent="no prompt in the hook input")
         if self.gateway.paused:
-            return Outcome(silent="paused")
+            return HookReply(silent="paused")
         if not routing.enabled and not self.settings.skills.enabled:
-            return Outcome(silent="routing and the skill picker are off")
+            return HookReply(silent="routing and the skill picker are off")
         reason = silence_reason(prompt)
         if reason:
-            return Outcome(silent=reason)
-        outcome = Outcome()
+            return HookReply(silent=reason)
+        outcome = HookReply()
         if routing.enabled:
             await self._route(prompt, client, outcome, event)
         remaining = BUDGET_S - (time.monotonic() - started)
@@ -185,7 +185,7 @@ class RoutingHook:
     def _logged(self, event: RouteEvent, client: str) -> bool:
         return logged_dir(event.cwd, self.settings.routing.log_dirs, client)
 
-    async def _route(self, prompt: str, client: str, outcome: Outcome, event: RouteEvent) -> None:
+    async def _route(self, prompt: str, client: str, outcome: HookReply, event: RouteEvent) -> None:
         routing = self.settings.routing
         features = await self.features(prompt, client, BUDGET_S)
         if features is None:
@@ -210,7 +210,7 @@ class RoutingHook:
                 "decision": outcome.tier, "hinted": outcome.context is not None,
             })
 
-    async def _pick_skill(self, prompt: str, event: RouteEvent, client: str, remaining: float, outcome: Outcome) -> None:
+    async def _pick_skill(self, prompt: str, event: RouteEvent, client: str, remaining: float, outcome: HookReply) -> None:
         skills = self.settings.skills
         candidates = [s for s in event.skills if not s.disable_model_invocation]
         if len(candidates) < 2:
@@ -243,16 +243,16 @@ class RoutingHook:
                                    "session_id": event.session_id, "prompt": prompt, "skill": name,
                                    "confidence": answer.confidence, "hinted": "silent" not in outcome.skill})
 
-    async def _agent(self, event: RouteEvent, client: str) -> Outcome:
+    async def _agent(self, event: RouteEvent, client: str) -> HookReply:
         """Record an Agent spawn next to the model the orchestrator chose; never changes it."""
         if event.tool_name not in AGENT_TOOLS:
-            return Outcome(silent="not an Agent spawn")
+            return HookReply(silent="not an Agent spawn")
         if not self.settings.routing.enabled or not self._logged(event, client):
-            return Outcome(silent="not logged here")
+            return HookReply(silent="not logged here")
         tool_input = event.tool_input
         brief = str(tool_input.get("prompt") or tool_input.get("description") or "")
         features = await self.features(brief, client, BUDGET_S) if brief else None
-        outcome = Outcome(silent="record only", features=features or {})
+        outcome = HookReply(silent="record only", features=features or {})
         if features:
             outcome.tier = tier({name: f["answer"] == "yes" for name, f in features.items()})
         await self.log.append({
