@@ -46,7 +46,7 @@ from benchlib import percentile, served_gateway  # noqa: E402
 from local_engines import ENGINES, Engine  # noqa: E402
 from report import write_report  # noqa: E402
 from system1.core.heads import SHIPPED_HEADS  # noqa: E402
-from system1.router.catalogue import RouterSettings  # noqa: E402
+from system1.core.router_config import RouterSettings  # noqa: E402
 from system1.router.conversation import from_openai  # noqa: E402
 from system1.router.precheck import precheck  # noqa: E402
 from system1.router.scoring import Signals, est_cost, route  # noqa: E402

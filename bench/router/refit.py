@@ -41,7 +41,7 @@ from benchlib import served_gateway  # noqa: E402
 from decisions import body, gold_signals, read, stack_router  # noqa: E402
 from local_engines import minilm  # noqa: E402
 from system1.offline.refit import evidence, fit, read_logs  # noqa: E402
-from system1.router.catalogue import RouterSettings  # noqa: E402
+from system1.core.router_config import RouterSettings  # noqa: E402
 from system1.router.conversation import from_openai  # noqa: E402
 from system1.router.precheck import precheck  # noqa: E402
 from system1.router.scoring import route  # noqa: E402

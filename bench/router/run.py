@@ -33,7 +33,7 @@ ROOT = HERE.parents[1]
 sys.path[:0] = [str(HERE.parent), str(ROOT), str(ROOT / "services" / "gateway")]
 
 from benchlib import free_port, percentile, process, served_gateway  # noqa: E402
-from system1.router.catalogue import RouterSettings  # noqa: E402
+from system1.core.router_config import RouterSettings  # noqa: E402
 from system1.router.conversation import from_openai  # noqa: E402
 from system1.router.precheck import precheck  # noqa: E402
 from system1.router.scoring import Live, Signals, route  # noqa: E402

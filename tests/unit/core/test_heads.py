@@ -173,7 +173,7 @@ async def test_capabilities_list_the_heads_and_health_the_heads_file_errors(tmp_
 async def test_the_routers_four_kinds_can_be_served_by_learned_heads(tmp_path):
     """The router asks its questions with explicit kinds; a head for one answers it, the others
     stay the engine's."""
-    from system1.router.catalogue import RouterSettings
+    from system1.core.router_config import RouterSettings
     from system1.router.signals import ask
 
     class LastOption(Embedding):

@@ -12,7 +12,7 @@ import re
 import tomllib
 from typing import Any
 
-from system1.router.catalogue import RouterSettings
+from system1.core.router_config import RouterSettings
 
 SEED = """
 enabled = true

@@ -10,8 +10,8 @@ from typing import Any
 from system1.core.result import Decision
 from system1.core.schema import ErrorCode
 from system1.providers.base import Query
-from system1.router.catalogue import RouterSettings
-from system1.router.service import Router
+from system1.core.router_config import RouterSettings
+from system1.router.router import Router
 from system1.service.metrics import Metrics
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from system1.router.catalogue import TOPICS
+from system1.core.router_config import TOPICS
 from system1.router.conversation import from_openai
 from system1.router.precheck import precheck
 from system1.router.scoring import Signals, route

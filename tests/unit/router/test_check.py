@@ -9,7 +9,7 @@ import json
 import pytest
 
 from system1.core.result import Decision
-from system1.router.catalogue import RouterSettings
+from system1.core.router_config import RouterSettings
 from system1.router.check import CHECK_KIND, Verdict, answer_text, judge
 
 from tests.fakes.hosted_chat import hosted_chat, reply_text

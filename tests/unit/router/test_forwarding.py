@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from system1.router.catalogue import RouterSettings
-from system1.router.service import RouterError
+from system1.core.router_config import RouterSettings
+from system1.router.router import RouterError
 
 from tests.fakes.hosted_chat import hosted_chat, reply_text
 

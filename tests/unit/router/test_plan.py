@@ -7,9 +7,9 @@ import asyncio
 
 import pytest
 
-from system1.router.catalogue import RouterSettings
+from system1.core.router_config import RouterSettings
 from system1.router.scoring import CHEAPEST, ESCALATED
-from system1.router.service import PASSED, STICKY, RouterError
+from system1.router.router import PASSED, STICKY, RouterError
 
 from .catalogues import seed_table
 from .scripted import Scripted, always_local, router_for

@@ -11,7 +11,7 @@ import pytest
 
 from system1.core.schema import RequestError
 from system1.offline.refit import Outcome, evidence, fit, overlay, read_logs, tallies_for
-from system1.router.catalogue import RouterSettings
+from system1.core.router_config import RouterSettings
 from system1.router.conversation import from_openai
 from system1.router.outcomes import Outcomes
 from system1.router.skills import apply_skills, load_overlay, read_skills, write_skills

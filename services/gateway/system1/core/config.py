@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ..providers import REGISTRY
 from ..providers.base import SECRET_KEYS, ProviderOptions
-from ..router.catalogue import RouterSettings
+from .router_config import RouterSettings
 from .paths import install_dir
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]

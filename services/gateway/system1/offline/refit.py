@@ -35,7 +35,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..router.catalogue import RouterSettings
+from ..core.router_config import RouterSettings
 
 SOURCES = ("upstream", "check", "feedback", "retry", "accepted")
 

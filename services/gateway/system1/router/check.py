@@ -16,7 +16,7 @@ from typing import Any
 
 from ..core.lanes import INTERACTIVE
 from ..providers.base import Query
-from .catalogue import RouterSettings
+from ..core.router_config import RouterSettings
 from .scoring import BELOW_FLOOR, Candidate, Route
 from .signals import Decider, judged_text, provider_for
 

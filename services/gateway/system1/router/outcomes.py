@@ -21,7 +21,7 @@ from typing import Any
 
 from ..core.jsonl import RotatingJsonl
 from ..core.schema import RequestError
-from .catalogue import RouterSettings
+from ..core.router_config import RouterSettings
 from .conversation import Conversation
 
 VERDICTS = ("good", "bad")

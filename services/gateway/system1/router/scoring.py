@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .catalogue import COMPLEXITY_LEVELS, RISK_LEVELS, ModelEntry, RouterSettings
+from ..core.router_config import COMPLEXITY_LEVELS, RISK_LEVELS, ModelEntry, RouterSettings
 
 CHEAPEST = "cheapest model above quality floor"
 ESCALATED = "no model clears the quality floor: the most skilled capable model"

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..core.jsonl import RotatingJsonl
-from .catalogue import RouterSettings
+from ..core.router_config import RouterSettings
 from .scoring import Live, Needs, Signals, levels, route
 from .signals import COMPLEXITY_LEVELS, RISK_LEVELS, Asked, decision_state, questions
 

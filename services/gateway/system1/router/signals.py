@@ -18,7 +18,7 @@ from typing import Protocol
 from ..core.lanes import INTERACTIVE
 from ..core.result import Decision
 from ..providers.base import Query
-from .catalogue import RouterSettings
+from ..core.router_config import RouterSettings
 from .scoring import Signals
 
 COMPLEXITY_LEVELS = (

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.files import write_whole
-from .catalogue import RouterSettings
+from ..core.router_config import RouterSettings
 
 logger = logging.getLogger(__name__)
 

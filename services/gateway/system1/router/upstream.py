@@ -24,7 +24,7 @@ from typing import Any
 
 import httpx
 
-from .catalogue import ModelEntry, RouterSettings, Upstream
+from ..core.router_config import ModelEntry, RouterSettings, Upstream
 
 PATHS = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages"}
 #: Client headers an upstream needs to read the request as sent (Anthropic's version and betas).

@@ -14,7 +14,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from ..core.schema import RequestError
 from ..router.precheck import input_tokens
-from ..router.service import RouterError, error_body
+from ..router.router import RouterError, error_body
 from .routes import NOT_JSON, REFUSALS, ServiceDep, read_json
 
 # Errors in the client API's shape (OpenAI's `{"error": {…}}` or Anthropic's `{"type": "error", …}`).

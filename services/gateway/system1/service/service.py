@@ -23,7 +23,7 @@ from ..core.result import Decision
 from ..core.schema import RequestError
 from ..hook.answer import HookReply, RouteEvent, RoutingHook, feature_views, parse_features
 from ..router.check import Verdict, judge
-from ..router.service import Plan, Reply, Router
+from ..router.router import Plan, Reply, Router
 from ..router.shadow import ShadowJob
 from ..router.signals import Asked, ask
 from ..hook.log import RoutingLog, labels_of, verdicts_of, write_labels, write_outcomes

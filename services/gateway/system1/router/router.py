@@ -21,7 +21,7 @@ import httpx
 
 from ..core.jsonl import RotatingJsonl
 from ..core.schema import RequestError, new_request_id
-from .catalogue import ModelEntry, RouterSettings
+from ..core.router_config import ModelEntry, RouterSettings
 from .check import Judge, Verdict, answer_text, applies, stronger
 from .conversation import Conversation, from_anthropic, from_openai
 from .outcomes import Outcomes

@@ -1,4 +1,5 @@
-"""The router's catalogue and knobs: the `[router]` table of the gateway config.
+"""The router's catalogue and knobs: the `[router]` table of the gateway config (here, in the core,
+because the config loader reads every table; the router imports it from here).
 
 Prices are US dollars per million tokens; skills are 0..1 and start as guesses, to be refitted
 from the router's decision log. Upstream keys are never in the file: `api_key_env` names the
