@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup test test-unit test-contract test-fuzz test-stack contract-envs images learn-image llama-image torch-image llama-server learn up down unregister uninstall purge logs smoke smoke-local serve bench bench-engines bench-router bench-router-refit bench-router-overhead study models schemas clean
+.PHONY: setup help test test-unit test-contract test-fuzz test-stack contract-envs images learn-image llama-image torch-image llama-server learn up down unregister uninstall purge logs smoke smoke-local serve bench bench-engines bench-router bench-router-refit bench-router-overhead study models schemas clean
 
 # The host tools, installed once and again whenever what they come from changes; every target
 # that runs them depends on this, so each works on a fresh clone with nothing run before it.
@@ -19,6 +19,12 @@ setup: $(TOOLS)  ## install the gateway and the test tools into .venv (every tes
 
 test: test-unit test-contract test-fuzz test-stack  ## every test tier: unit, contract, fuzz and faults, stack
 
+# Every target with a `## description` on its rule line, in the order they appear. `make` alone
+# still runs the first target in this file (the host tools, as `make setup` does).
+help:  ## list the targets that have a description
+	@awk -F':.*## ' '/^[A-Za-z0-9_.-]+:[^=]*## / { n++; t[n] = $$1; d[n] = $$2; if (length($$1) > w) w = length($$1) } \
+	  END { for (i = 1; i <= n; i++) printf("  %-" w "s  %s\n", t[i], d[i]) }' $(MAKEFILE_LIST)
+
 # promtool (Debian's prometheus package): the unit tier checks the alert rules and dashboard queries.
 PROMTOOL := build/prometheus/promtool
 $(PROMTOOL): deploy/images/prometheus-binaries.sh
@@ -32,7 +38,7 @@ APT_INSTALL := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq
 $(CHROMEDRIVER):
 	$(APT_INSTALL) chromium chromium-driver >/dev/null || { $(SUDO) apt-get update -qq && $(APT_INSTALL) chromium chromium-driver >/dev/null; }
 
-test-unit: $(TOOLS) $(PROMTOOL) $(CHROMEDRIVER)
+test-unit: $(TOOLS) $(PROMTOOL) $(CHROMEDRIVER)  ## the unit tier: in process, with promtool and headless Chromium (installs them)
 	$(BIN)/pytest tests/unit
 
 test-fuzz: $(TOOLS)  ## schemathesis and hypothesis against the gateway, and engine faults under load
@@ -45,6 +51,7 @@ VENVS := .venvs
 LLAMA := build/llama
 LLAMA_SERVER := $(LLAMA)/bin/llama-server
 LLAMA_MODEL := $(LLAMA)/models/gemma3-270m-decision.gguf
+contract-envs:  ## the real engine servers, llama-server and its model, and the Claude Code CLI the contract tier runs
 contract-envs: $(VENVS)/laya/bin/laya-serve $(VENVS)/laya-serve/bin/laya-serve $(VENVS)/von/bin/von \
 	$(VENVS)/systemone-torch/.installed $(VENVS)/claude/claude $(LLAMA_SERVER) $(LLAMA_MODEL) \
 	$(VENVS)/llama-tests/.installed $(VENVS)/.deduplicated
@@ -99,13 +106,17 @@ $(VENVS)/llama-tests/.installed: $(LLAMA_SERVER)
 	$(VENVS)/llama-tests/bin/python -m pip install --quiet -r $(LLAMA)/llama.cpp/tools/server/tests/requirements.txt
 	touch $@
 
-test-contract: $(TOOLS) contract-envs
+test-contract: $(TOOLS) contract-envs  ## the adapters against real engine servers, and the plugin in the real Claude Code CLI
 	CONTRACT_QUIET=1 $(BIN)/pytest tests/contract
 
 # -- the container stack --------------------------------------------------------------------
 # Without a reachable registry (OFFLINE=1, or detected) images build from a local Debian base
 # and host-prepared wheels (compose.ci.yaml); with one, from python:3.11-slim and PyPI.
 DC := $(shell docker compose version >/dev/null 2>&1 && echo "docker compose" || echo docker-compose)
+# (`make help` needs no answer: it asks no daemon and no registry.)
+ifeq ($(MAKECMDGOALS),help)
+OFFLINE ?= 1
+endif
 ifndef OFFLINE
 OFFLINE := $(shell docker image inspect python:3.11-slim-bookworm >/dev/null 2>&1 && echo 0 || (timeout 20 docker pull -q python:3.11-slim-bookworm >/dev/null 2>&1 && echo 0 || echo 1))
 endif
@@ -219,5 +230,5 @@ study: $(TOOLS) contract-envs  ## the engine study: every engine that runs here 
 	$(BIN)/python -m pip install --quiet -r bench/requirements.txt
 	$(BIN)/python bench/study/run.py $(ARGS)
 
-clean:
+clean:  ## remove the host venvs (.venv, .venvs) and the pytest cache
 	rm -rf $(VENV) $(VENVS) .pytest_cache
