@@ -118,7 +118,7 @@ async def test_when_the_embedder_is_down_the_engines_answer_stands(tmp_path):
 async def test_learning_off_never_asks_the_embedder(tmp_path):
     engine = Embedding()
     g = with_heads(tmp_path, engine, DESTRUCTIVE)
-    g.embedder = None  # as `[learning] enabled = false` leaves it
+    g.learned.embedder = None  # as `[learning] enabled = false` leaves it
     assert (await g.decide({"question": QUESTION, "context": {"command": "rm -rf /"}})).decision == "no"
     assert engine.embedded == []
 

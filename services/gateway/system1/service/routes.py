@@ -17,7 +17,8 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..core.gateway import EmbedderUnavailable, LabelsOff
+from ..core.feedback import LabelsOff
+from ..core.learned import EmbedderUnavailable
 from ..core.result import Decision
 from ..core.schema import MAX_JSON_DEPTH, DecideResponse, ErrorCode, RequestError, json_schemas
 from ..hook.answer import RouteEvent, parse_event

@@ -216,16 +216,16 @@ class Service:
     async def feedback(self, payload: Any, client: str) -> dict[str, Any]:
         """Label a remembered decision (the client is recorded as the label's source)."""
         async with self._use() as gateway:
-            return gateway.feedback(payload, client)
+            return gateway.feedback.label(payload, client)
 
     async def labelled(self) -> list[dict[str, Any]]:
         async with self._use() as gateway:
-            return gateway.labelled()
+            return gateway.feedback.labelled()
 
     async def embed(self, payload: Any) -> dict[str, Any]:
         """The embedder's vector of a request's judged text (for `system1 learn`)."""
         async with self._use() as gateway:
-            return await gateway.embed(payload)
+            return await gateway.learned.embed(payload)
 
     async def routing_entries(self) -> dict[str, Any]:
         """The routing log's entries worth evaluating, for `system1 evaluate` wherever it runs."""

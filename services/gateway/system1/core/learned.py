@@ -1,0 +1,98 @@
+"""Learned heads at answer time: which heads a question has, the embedding they read, and
+their probabilities in place of the engine's.
+
+A head answers only where the embedding comes with the engine's answer (the embedder
+answered) or the embedder gives it in time, for the head's own model; otherwise the engine's
+answer stands, never worse than without a head.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from ..providers.base import EngineAnswer, EngineError, Provider, Query
+from .heads import Head, Heads, kind_of
+from .schema import parse_request
+
+logger = logging.getLogger(__name__)
+#: A head and its probabilities for one answer.
+Learned = tuple[Head, dict[str, float]]
+
+
+class EmbedderUnavailable(Exception):
+    """No embedder is configured, or it failed or did not answer in time."""
+
+
+class LearnedHeads:
+    def __init__(self, heads: Heads, embedder: Provider | None, timeout_s: float) -> None:
+        self.heads = heads
+        self.embedder = embedder
+        self.timeout_s = timeout_s
+
+    def candidates(self, query: Query) -> list[Head]:
+        """The heads for the query's kind, for the embedder's models."""
+        if self.embedder is None:
+            return []
+        return self.heads.candidates(kind_of(query.question, query.choices, query.kind, query.yes_no),
+                                     self.embedder.name, query.choices)
+
+    def answers_with(self, names: list[str]) -> bool:
+        """Whether the embedder is among `names` (then its answers can carry the embedding)."""
+        return self.embedder is not None and self.embedder.name in names
+
+    async def embed(self, payload: Any) -> dict[str, Any]:
+        """For `system1 learn`: the embedder's vector of a decide request's judged text, with its
+        kind. `RequestError` for a bad request; `EmbedderUnavailable` when none answers."""
+        request = parse_request(payload)
+        if self.embedder is None:
+            raise EmbedderUnavailable("learning is off or [learning] embedder is not configured")
+        query = Query(request.question, request.choices, request.options is None, request.kind)
+        model, vector = await self._embed(request.context, query, self.timeout_s)
+        return {"embedder": self.embedder.name, "model": model, "embedding": vector,
+                "kind": kind_of(query.question, query.choices, query.kind, query.yes_no)}
+
+    async def _embed(self, state: Any, query: Query, timeout_s: float) -> tuple[str, list[float]]:
+        """The embedder's model and vector, bounded by `timeout_s`; any failure (an adapter bug
+        included, as in the chain) is `EmbedderUnavailable` naming it."""
+        embedder = self.embedder
+        assert embedder is not None
+        try:
+            return await asyncio.wait_for(embedder.embed(state, query, timeout_s), timeout_s)
+        except TimeoutError:
+            raise EmbedderUnavailable(f"the embedder {embedder.name} did not answer within {timeout_s:g} s") from None
+        except EngineError as exc:
+            raise EmbedderUnavailable(str(exc)) from None
+        except Exception as exc:
+            logger.exception("embedder %s failed", embedder.name)
+            raise EmbedderUnavailable(f"the embedder {embedder.name} failed ({type(exc).__name__})") from None
+
+    async def apply(
+        self, state: Any, queries: list[Query], candidates: list[list[Head]], name: str, replies: list[EngineAnswer],
+        budget_s: float | None,
+    ) -> list[Learned | None]:
+        """For each query with `candidates`: the head and its probabilities, for the answer that
+        provider `name` gave; else None (the engine's answer stands)."""
+        found: list[Learned | None] = [None] * len(queries)
+        if self.embedder is None:
+            return found
+        timeout_s = self.timeout_s if budget_s is None else min(self.timeout_s, budget_s)
+        for index, (query, reply, heads) in enumerate(zip(queries, replies, candidates)):
+            if not heads or reply.abstain:
+                continue
+            if name == self.embedder.name and reply.embedding is not None:
+                model, vector = reply.model, reply.embedding
+            elif timeout_s <= 0:
+                continue
+            else:
+                try:
+                    model, vector = await self._embed(state, query, timeout_s)
+                except EmbedderUnavailable as exc:
+                    logger.warning("the engine's answer stands: %s", exc)
+                    continue
+            head = next((h for h in heads if h.model == model), None)
+            probabilities = head.probabilities(vector) if head else None
+            if head is not None and probabilities is not None:
+                found[index] = (head, probabilities)
+        return found
