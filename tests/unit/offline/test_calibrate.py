@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from system1.cli import EXIT_OK, EXIT_START, main
-from system1.offline import calibrate as calibrate_tool
+from system1.offline import calibrate
 from system1.core import calibration
 
 from ..service_harness import app_transport, call
@@ -37,8 +37,8 @@ def write_rows(path, rows):
 def test_bad_input_is_a_clear_error_naming_the_line(tmp_path, content, message):
     data = tmp_path / "data.jsonl"
     data.write_text(content)
-    with pytest.raises(calibrate_tool.DataError) as caught:
-        calibrate_tool.load(data)
+    with pytest.raises(calibrate.DataError) as caught:
+        calibrate.load(data)
     assert str(caught.value) == f"{data}{message}"
 
 
@@ -53,12 +53,12 @@ def test_rows_can_come_from_standard_input(monkeypatch):
     from pathlib import Path
 
     monkeypatch.setattr("sys.stdin", io.StringIO('{"question": "q", "label": "no"}\n'))
-    assert calibrate_tool.load(Path("-"))[0].label == "no"
+    assert calibrate.load(Path("-"))[0].label == "no"
 
 
 def test_extra_keys_stay_out_of_the_request(tmp_path):
     data = write_rows(tmp_path / "d.jsonl", [{"question": "q", "context": {"prompt": "x"}, "label": "no", "meta": {"tier": "opus"}}])
-    row = calibrate_tool.load(data)[0]
+    row = calibrate.load(data)[0]
     assert row.request() == {"question": "q", "min_confidence": 0, "context": {"prompt": "x"}}
 
 
@@ -75,7 +75,7 @@ def shipped(tmp_path, monkeypatch):
     fits.parent.mkdir()
     fits.write_text('{"format": "system1-calibration", "version": 1, "fits": []}\n')
     monkeypatch.setattr("system1.core.calibration.SHIPPED_FITS", fits)
-    monkeypatch.setattr(calibrate_tool, "REPORTS", tmp_path / "repo" / "reports")
+    monkeypatch.setattr(calibrate, "REPORTS", tmp_path / "repo" / "reports")
     return fits
 
 
@@ -124,19 +124,19 @@ def test_ship_writes_the_shipped_fits_and_the_report(tmp_path, labelled, shipped
 
 def test_merging_replaces_fits_for_the_same_key_and_keeps_the_rest(tmp_path):
     path = tmp_path / "fits.json"
-    calibrate_tool.merge(path, [{"provider": "a", "model": "m", "question": "q", "temperature": 2.0},
+    calibrate.merge(path, [{"provider": "a", "model": "m", "question": "q", "temperature": 2.0},
                                 {"provider": "a", "model": "m", "n_options": 2, "temperature": 1.5}])
-    calibrate_tool.merge(path, [{"provider": "a", "model": "m", "question": "q", "temperature": 0.5}])
+    calibrate.merge(path, [{"provider": "a", "model": "m", "question": "q", "temperature": 0.5}])
     fits = json.loads(path.read_text())["fits"]
     assert sorted((f.get("question") or "", f["temperature"]) for f in fits) == [("", 1.5), ("q", 0.5)]
 
 
 def test_a_run_replaces_its_engines_option_count_and_unseen_fits_and_keeps_other_questions(tmp_path):
     path = tmp_path / "fits.json"
-    calibrate_tool.merge(path, [{"provider": "a", "model": "m", "question": "old", "temperature": 2.0},
+    calibrate.merge(path, [{"provider": "a", "model": "m", "question": "old", "temperature": 2.0},
                                 {"provider": "a", "model": "m", "n_options": 2, "temperature": 1.5},
                                 {"provider": "b", "model": "m", "n_options": 2, "temperature": 9.0}])
-    calibrate_tool.merge(path, [{"provider": "a", "model": "m", "unseen": True, "temperature": 0.7}])
+    calibrate.merge(path, [{"provider": "a", "model": "m", "unseen": True, "temperature": 0.7}])
     fits = json.loads(path.read_text())["fits"]
     assert sorted((f["provider"], f.get("question", ""), f.get("n_options", 0), f["unseen"]) for f in fits) == [
         ("a", "", 0, True), ("a", "old", 0, False), ("b", "", 2, False)]
@@ -145,9 +145,9 @@ def test_a_run_replaces_its_engines_option_count_and_unseen_fits_and_keeps_other
 
 def test_a_run_with_the_other_content_free_choice_replaces_every_fit_of_its_engine(tmp_path):
     path = tmp_path / "fits.json"
-    calibrate_tool.merge(path, [{"provider": "a", "model": "m", "question": "old", "temperature": 2.0},
+    calibrate.merge(path, [{"provider": "a", "model": "m", "question": "old", "temperature": 2.0},
                                 {"provider": "b", "model": "m", "question": "old", "temperature": 9.0}])
-    calibrate_tool.merge(path, [{"provider": "a", "model": "m", "unseen": True, "temperature": 0.7,
+    calibrate.merge(path, [{"provider": "a", "model": "m", "unseen": True, "temperature": 0.7,
                                  "content_free": True}])
     fits = json.loads(path.read_text())["fits"]
     assert sorted((f["provider"], f.get("question", ""), f["content_free"]) for f in fits) == [
@@ -156,7 +156,7 @@ def test_a_run_with_the_other_content_free_choice_replaces_every_fit_of_its_engi
 
 def test_each_question_with_a_context_is_also_asked_once_about_its_content_free_version(tmp_path):
     transport, _ = app_transport(tmp_path, '[gateway]\nprovider = "mock"\n')
-    rows = calibrate_tool.load(write_rows(tmp_path / "d.jsonl", [
+    rows = calibrate.load(write_rows(tmp_path / "d.jsonl", [
         {"question": "q", "context": {"command": c}, "label": "yes"} for c in ("ls", "rm -rf /", "cat x")
     ] + [{"question": "bare", "label": "no"}]))
     asked: list[dict] = []
@@ -172,7 +172,7 @@ def test_each_question_with_a_context_is_also_asked_once_about_its_content_free_
                 return await real(body, **kwargs)
 
             service.decide = recording  # type: ignore[method-assign]
-            return await calibrate_tool.ask_all(service, rows, progress=False)
+            return await calibrate.ask_all(service, rows, progress=False)
 
     answered, problems = anyio.run(ask)
     assert problems == [] and [a.baseline is not None for a in answered] == [True, True, True, False]
@@ -186,8 +186,8 @@ def test_the_shipped_seed_sets_load_and_ask_the_routing_features_exactly():
     from system1.hook.features import FEATURES
 
     root = Path(__file__).parents[3] / "calibration"
-    routing = calibrate_tool.load(root / "routing-seed.jsonl")
+    routing = calibrate.load(root / "routing-seed.jsonl")
     assert len(routing) == 600 and {r.question for r in routing} == set(FEATURES.values())
-    assert len(calibrate_tool.load(root / "yes-no-seed.jsonl")) >= 24
-    tools = calibrate_tool.load(root / "tool-choice-seed.jsonl")
+    assert len(calibrate.load(root / "yes-no-seed.jsonl")) >= 24
+    tools = calibrate.load(root / "tool-choice-seed.jsonl")
     assert all(row.label in row.options for row in tools)

@@ -9,7 +9,7 @@ import random
 import pytest
 
 from system1.core.calibration import temper
-from system1.offline import calibrate as calibrate_tool
+from system1.offline import calibrate
 from system1.offline.fitting import (
     Answered,
     auroc,
@@ -225,16 +225,16 @@ def test_content_free_fits_are_made_on_corrected_rows_with_a_context_only():
 
 def test_calibrate_keeps_the_correction_only_when_it_predicts_questions_left_out_better():
     leaning = leaning_rows()
-    report, curves = calibrate_tool.results(leaning, 0.8, 5)
+    report, curves = calibrate.results(leaning, 0.8, 5)
     losses = {c["content_free"]: c["unseen_question_log_loss"] for c in report["content_free_choice"]}
     assert report["content_free"] is True and losses[True] < losses[False]
     assert all(f["content_free"] for f in report["fits"])
     assert len(curves["after (unseen questions)"]) == len(leaning)
     fair = [dataclasses.replace(r, baseline={"yes": 0.5, "no": 0.5}) for r in synthetic_yes_no()]
-    report, _ = calibrate_tool.results(fair, 0.8, 5)
+    report, _ = calibrate.results(fair, 0.8, 5)
     assert report["content_free"] is False  # a lean-free engine gains nothing: the plain fit is kept
     bare = [dataclasses.replace(r, baseline=None) for r in leaning]
-    report, _ = calibrate_tool.results(bare, 0.8, 5)
+    report, _ = calibrate.results(bare, 0.8, 5)
     assert [c["content_free"] for c in report["content_free_choice"]] == [False]
 
 

@@ -25,7 +25,7 @@ def labelled_rows(args: argparse.Namespace, command: str) -> list | None:
     except tool.DataError as exc:
         print(f"system1 {command}: {exc}", file=sys.stderr)
         return None
-    if args.ship and not tool.REPORTS.parent.is_dir():
+    if args.ship and tool.REPORTS is None:
         print(f"system1 {command}: --ship writes into a clone of the repository; use --write here", file=sys.stderr)
         return None
     return rows
@@ -71,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(report, indent=2) if args.json else text)
         report_path = Path(args.report) if args.report else None
         if args.ship:
+            assert tool.REPORTS is not None  # `labelled_rows` refused --ship without a clone
             report_path = tool.REPORTS / f"{report['provider']}-{report['model']}.md"
             tool.merge(SHIPPED_FITS, report["fits"])
             print(f"shipped fits written to {SHIPPED_FITS}", file=sys.stderr)

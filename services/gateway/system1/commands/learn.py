@@ -55,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
         heads = [r.fitted for r in results if r.fitted is not None]
         report_path = Path(args.report) if args.report else None
         if args.ship:
+            assert labelled.REPORTS is not None  # `labelled_rows` refused --ship without a clone
             report_path = labelled.REPORTS / f"heads-{examples[0].embedder}-{examples[0].model}.md"
             tool.merge(SHIPPED_HEADS, heads)
             print(f"shipped heads written to {SHIPPED_HEADS}", file=sys.stderr)

@@ -28,7 +28,6 @@ from ..providers.base import Overloaded, Provider, Query
 from .events import Observer
 
 INTERACTIVE, BATCH = 0, 1
-PRIORITIES = {"interactive": INTERACTIVE, "batch": BATCH}
 
 
 @dataclass(eq=False)

@@ -39,7 +39,18 @@ from .fitting import (
     top,
 )
 
-REPORTS = Path(__file__).resolve().parents[4] / "calibration" / "reports"
+
+
+def _repository_reports() -> Path | None:
+    """`calibration/reports` of the repository clone this package runs from (an editable
+    install); None where the package is installed on its own (there is nothing to ship into)."""
+    for folder in Path(__file__).resolve().parents:
+        if (folder / "pyproject.toml").is_file() and (folder / "calibration").is_dir():
+            return folder / "calibration" / "reports"
+    return None
+
+
+REPORTS = _repository_reports()
 
 
 # The threshold a request gets unless it names one.

@@ -88,10 +88,6 @@ def _nll(prepared: list[tuple[float | None, list[float]]], temperature: float) -
     return total / len(prepared)
 
 
-def nll(rows: Sequence[Answered], temperature: float) -> float:
-    return _nll(_log_shares(rows), temperature)
-
-
 def fit_temperature(rows: Sequence[Answered], low: float = 0.02, high: float = 50.0, steps: int = 32) -> float:
     """The temperature with the least negative log-likelihood (golden-section search on log T;
     the NLL is convex in 1/T)."""
