@@ -27,13 +27,14 @@ included, is JSON: `{"error": {"message", "field"}}`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import json
 import logging
 import math
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
@@ -42,7 +43,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from .backends import DEFAULT_NOUL_TEXTS, Abandoned, Engine, Question, rounded, state_text
+from .backends import DEFAULT_NOUL_TEXTS, Abandoned, Engine, Question, Stop, rounded, state_text
 
 MAX_BODY_BYTES = 1_048_576
 MAX_QUESTIONS = 16
@@ -54,12 +55,19 @@ TIMEOUT_HEADER = "x-system1-timeout-ms"
 
 logger = logging.getLogger("systemone")
 T = TypeVar("T")
+Handler = Callable[[Request], Awaitable[Response]]
 
 
-class BadRequest(Exception):
+class ErrorReply(Exception):
+    """An error answered as JSON, `{"error": {"message", "field"}}` with `status`."""
+
     def __init__(self, status: int, message: str, field: str | None = None) -> None:
         super().__init__(message)
         self.status, self.message, self.field = status, message, field
+
+
+class BadRequest(ErrorReply):
+    """A request refused for what it asks (4xx); the engine's own failures are `ErrorReply`s."""
 
 
 def error(status: int, message: str, field: str | None = None, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -169,132 +177,200 @@ def check_state(state: Any, field: str) -> Any:
     return state
 
 
-def create_app(engine: Engine, port: int, allowed_hosts: Iterable[str] = (), api_key: str = "",
-               max_work: int = DEFAULT_MAX_WORK) -> Starlette:
-    hosts = {"127.0.0.1", "localhost", "[::1]", *allowed_hosts}
-    allowed = {h.lower() for h in hosts} | {f"{h}:{port}".lower() for h in hosts}
-    slot = asyncio.Lock()  # one pass at a time: the gateway's lane queues and batches in front
-    registry = CollectorRegistry()
-    requests = Counter("systemone_requests", "Requests by endpoint and status.", ["endpoint", "status"], registry=registry)
-    latency = Histogram("systemone_pass_seconds", "Inference time of one pass.", registry=registry,
-                        buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
-    states_per_pass = Histogram("systemone_pass_states", "States answered by one pass.", registry=registry,
-                                buckets=(1, 2, 4, 8, 16, 32, 64))
-    abandoned = Counter("systemone_abandoned_passes", "Passes stopped because the client left or its deadline passed.",
-                        registry=registry)
+def single_state(payload: dict[str, Any]) -> list[Any]:
+    """A `/v1/systemone` body's one state, as the list a pass takes."""
+    return [check_state(payload.get("state"), "state")]
 
-    def refusal(request: Request) -> Response | None:
-        if request.headers.get("host", "").lower() not in allowed:
+
+def states_of(payload: dict[str, Any]) -> list[Any]:
+    states = payload.get("states")
+    if not isinstance(states, list) or not states:
+        raise BadRequest(422, "states must be a non-empty array", "states")
+    if len(states) > MAX_STATES:
+        raise BadRequest(413, f"at most {MAX_STATES} states per request (got {len(states)})", "states")
+    return [check_state(s, f"states.{i}") for i, s in enumerate(states)]
+
+
+def within_budget(work: int, max_work: int, field: str) -> None:
+    if work > max_work:
+        raise BadRequest(413, f"needs {work:,} characters of work, over this engine's budget of {max_work:,}", field)
+
+
+async def read_body(request: Request) -> dict[str, Any]:
+    """The body as a JSON object; reading stops past `MAX_BODY_BYTES`, whatever the client declared."""
+    declared = request.headers.get("content-length")
+    if declared is not None and (not declared.isdigit() or int(declared) > MAX_BODY_BYTES):
+        raise BadRequest(413, f"body over {MAX_BODY_BYTES} bytes")
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_BODY_BYTES:
+            raise BadRequest(413, f"body over {MAX_BODY_BYTES} bytes")
+    return read_json(body)
+
+
+def parse_embed(payload: dict[str, Any], max_work: int) -> tuple[str, str, list[Any]]:
+    """A `/v1/embed` body's instructions, question type and states."""
+    instructions = payload.get("instructions", "")
+    if not isinstance(instructions, str):
+        raise BadRequest(422, "instructions must be a string", "instructions")
+    kind = payload.get("type", "choice")
+    if kind not in ("choice", "score", "noul"):
+        raise BadRequest(422, f"type must be 'choice', 'score' or 'noul', not {kind!r}", "type")
+    states = states_of(payload)
+    within_budget(sum(len(instructions) + len(state_text(s)) for s in states), max_work, "states")
+    return instructions, kind, states
+
+
+def usage(input_tokens: int) -> dict[str, int]:
+    return {"input_tokens": input_tokens, "output_tokens": 0}
+
+
+def host_values(port: int, extra: Iterable[str]) -> set[str]:
+    """`Host` headers answered: loopback names and `extra`, each with and without the port."""
+    hosts = {"127.0.0.1", "localhost", "[::1]", *extra}
+    return {h.lower() for h in hosts} | {f"{h}:{port}".lower() for h in hosts}
+
+
+async def not_found(request: Request, exc: Exception) -> Response:
+    """404 and 405 in the same JSON error shape as everything else, 405 keeping its `Allow`."""
+    status = getattr(exc, "status_code", 404)
+    allow = (getattr(exc, "headers", None) or {}).get("Allow")
+    return error(status, f"{request.method} {request.url.path}: {'not found' if status == 404 else 'method not allowed'}",
+                 None, {"Allow": allow} if allow else None)
+
+
+class PassStop:
+    """A pass's `stop()`: true once its client has gone or its deadline has passed. The engine
+    asks it between encoder steps from its worker thread, hence a thread-safe event."""
+
+    def __init__(self, deadline: float | None) -> None:
+        self.deadline = deadline
+        self.gone = threading.Event()
+
+    def __call__(self) -> bool:
+        return self.gone.is_set() or (self.deadline is not None and time.monotonic() > self.deadline)
+
+    async def watch(self, request: Request) -> None:
+        """Mark the client gone once it disconnects."""
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+        self.gone.set()
+
+
+class Metrics:
+    """The server's Prometheus series, in a registry of its own so that apps never share counts."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter("systemone_requests", "Requests by endpoint and status.", ["endpoint", "status"],
+                                registry=self.registry)
+        self.latency = Histogram("systemone_pass_seconds", "Inference time of one pass.", registry=self.registry,
+                                 buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
+        self.states_per_pass = Histogram("systemone_pass_states", "States answered by one pass.", registry=self.registry,
+                                         buckets=(1, 2, 4, 8, 16, 32, 64))
+        self.abandoned = Counter("systemone_abandoned_passes",
+                                 "Passes stopped because the client left or its deadline passed.", registry=self.registry)
+
+
+class EngineServer:
+    """One engine behind the contract: who may ask, one pass at a time, and what was answered."""
+
+    def __init__(self, engine: Engine, port: int, allowed_hosts: Iterable[str], api_key: str, max_work: int) -> None:
+        self.engine, self.api_key, self.max_work = engine, api_key, max_work
+        self.allowed = host_values(port, allowed_hosts)
+        self.slot = asyncio.Lock()  # one pass at a time: the gateway's lane queues and batches in front
+        self.metrics = Metrics()
+
+    def refusal(self, request: Request) -> Response | None:
+        if request.headers.get("host", "").lower() not in self.allowed:
             return error(403, f"Host {request.headers.get('host')!r} is not allowed", "host")
-        if api_key:
+        if self.api_key:
             presented = request.headers.get("authorization", "")
-            if not hmac.compare_digest(presented.encode(), f"Bearer {api_key}".encode()):
+            if not hmac.compare_digest(presented.encode(), f"Bearer {self.api_key}".encode()):
                 return error(401, "missing or invalid bearer token", None, {"WWW-Authenticate": "Bearer"})
         return None
 
-    async def guarded(request: Request, endpoint: str) -> Response:
-        response = refusal(request) or await _answer(request, endpoint)
-        requests.labels(endpoint, str(response.status_code)).inc()
-        return response
+    def guarded(self, endpoint: str, answer: Handler) -> Handler:
+        """`answer` behind the Host and token checks, its `ErrorReply` as JSON, every reply
+        counted under `endpoint`."""
 
-    async def _answer(request: Request, endpoint: str) -> Response:
-        if endpoint == "health":
-            return JSONResponse({"status": "ok", "engine": engine.name, "model": engine.model, "device": engine.device,
-                                 "max_options": min(MAX_OPTIONS, engine.max_options), "batch": True,
-                                 "embeds": engine.embeds})
-        if endpoint == "embed" and not engine.embeds:
-            return error(501, f"the {engine.name} engine has no embeddings", None)
-        try:
-            if endpoint == "embed":
-                instructions, kind, states = await parse_embed(request)
-            else:
-                states, questions, embed = await parse(request, endpoint == "batch")
-        except BadRequest as exc:
-            return error(exc.status, exc.message, exc.field)
-        try:
-            if endpoint == "embed":
-                vectors = await run(request, len(states), lambda stop: engine.embed(instructions, states, stop, kind))
-                return JSONResponse({"model": engine.model, "dim": int(vectors.shape[1]),
-                                     "embeddings": [rounded(v) for v in vectors]})
-            answers, tokens = await run(request, len(states), lambda stop: engine.answer(states, questions, stop, embed))
-        except Abandoned:
-            abandoned.inc()
-            return error(503, "stopped: the client left or its deadline passed", None)
-        except Exception as exc:  # the engine's own failure is still a JSON answer
-            logger.exception("the engine failed")
-            return error(500, f"the engine failed ({type(exc).__name__})", None)
-        replies = [{"model": engine.model, "answers": a, "usage": {"input_tokens": tokens // len(states), "output_tokens": 0}}
-                   for a in answers]
-        if endpoint == "batch":
-            return JSONResponse({"results": replies, "total_usage": {"input_tokens": tokens, "output_tokens": 0}})
+        async def handle(request: Request) -> Response:
+            try:
+                response = self.refusal(request) or await answer(request)
+            except ErrorReply as exc:
+                response = error(exc.status, exc.message, exc.field)
+            self.metrics.requests.labels(endpoint, str(response.status_code)).inc()
+            return response
+
+        return handle
+
+    async def health(self, request: Request) -> Response:
+        engine = self.engine
+        return JSONResponse({"status": "ok", "engine": engine.name, "model": engine.model, "device": engine.device,
+                             "max_options": min(MAX_OPTIONS, engine.max_options), "batch": True,
+                             "embeds": engine.embeds})
+
+    async def decide(self, request: Request) -> Response:
+        replies, _ = await self.replies(request, single_state)
         return JSONResponse(replies[0])
 
-    async def body_of(request: Request) -> dict[str, Any]:
-        declared = request.headers.get("content-length")
-        if declared is not None and (not declared.isdigit() or int(declared) > MAX_BODY_BYTES):
-            raise BadRequest(413, f"body over {MAX_BODY_BYTES} bytes")
-        body = b""
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > MAX_BODY_BYTES:
-                raise BadRequest(413, f"body over {MAX_BODY_BYTES} bytes")
-        return read_json(body)
+    async def batch(self, request: Request) -> Response:
+        replies, tokens = await self.replies(request, states_of)
+        return JSONResponse({"results": replies, "total_usage": usage(tokens)})
 
-    def states_of(payload: dict[str, Any]) -> list[Any]:
-        states = payload.get("states")
-        if not isinstance(states, list) or not states:
-            raise BadRequest(422, "states must be a non-empty array", "states")
-        if len(states) > MAX_STATES:
-            raise BadRequest(413, f"at most {MAX_STATES} states per request (got {len(states)})", "states")
-        return [check_state(s, f"states.{i}") for i, s in enumerate(states)]
+    async def embed(self, request: Request) -> Response:
+        engine = self.engine
+        if not engine.embeds:  # before the body is read: no body makes this engine embed
+            return error(501, f"the {engine.name} engine has no embeddings", None)
+        instructions, kind, states = parse_embed(await read_body(request), self.max_work)
+        with self.engine_failures():
+            vectors = await self.run(request, len(states), lambda stop: engine.embed(instructions, states, stop, kind))
+            return JSONResponse({"model": engine.model, "dim": int(vectors.shape[1]),
+                                 "embeddings": [rounded(v) for v in vectors]})
 
-    def within_budget(work: int, field: str) -> None:
-        if work > max_work:
-            raise BadRequest(413, f"needs {work:,} characters of work, over this engine's budget of {max_work:,}", field)
+    async def metrics_text(self, request: Request) -> Response:
+        return self.refusal(request) or Response(generate_latest(self.metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
-    async def parse(request: Request, batch: bool) -> tuple[list[Any], list[Question], bool]:
-        payload = await body_of(request)
+    async def replies(self, request: Request,
+                      states_from: Callable[[dict[str, Any]], list[Any]]) -> tuple[list[dict[str, Any]], int]:
+        """One reply per state `states_from` finds in the body, and the input tokens the pass read."""
+        engine = self.engine
+        payload = await read_body(request)
         questions = parse_questions(payload.get("questions"), engine.max_options)
-        states = states_of(payload) if batch else [check_state(payload.get("state"), "state")]
+        states = states_from(payload)
         embed = payload.get("embed", False)
         if not isinstance(embed, bool):
             raise BadRequest(422, "embed must be true or false", "embed")
         if embed and not engine.embeds:
             raise BadRequest(422, f"the {engine.name} engine has no embeddings", "embed")
-        within_budget(work_of(states, questions), "questions")
-        return states, questions, embed
+        within_budget(work_of(states, questions), self.max_work, "questions")
+        with self.engine_failures():
+            answers, tokens = await self.run(request, len(states), lambda stop: engine.answer(states, questions, stop, embed))
+        return [{"model": engine.model, "answers": a, "usage": usage(tokens // len(states))} for a in answers], tokens
 
-    async def parse_embed(request: Request) -> tuple[str, str, list[Any]]:
-        payload = await body_of(request)
-        instructions = payload.get("instructions", "")
-        if not isinstance(instructions, str):
-            raise BadRequest(422, "instructions must be a string", "instructions")
-        kind = payload.get("type", "choice")
-        if kind not in ("choice", "score", "noul"):
-            raise BadRequest(422, f"type must be 'choice', 'score' or 'noul', not {kind!r}", "type")
-        states = states_of(payload)
-        within_budget(sum(len(instructions) + len(state_text(s)) for s in states), "states")
-        return instructions, kind, states
+    @contextlib.contextmanager
+    def engine_failures(self) -> Iterator[None]:
+        """The engine's failures as replies too: 503 when its pass was stopped, 500 otherwise."""
+        try:
+            yield
+        except Abandoned:
+            self.metrics.abandoned.inc()
+            raise ErrorReply(503, "stopped: the client left or its deadline passed") from None
+        except Exception as exc:
+            logger.exception("the engine failed")
+            raise ErrorReply(500, f"the engine failed ({type(exc).__name__})") from None
 
-    async def run(request: Request, count: int, work: Callable[[Callable[[], bool]], T]) -> T:
+    async def run(self, request: Request, count: int, work: Callable[[Stop], T]) -> T:
         """One pass over `count` states, stopped between steps once the client has gone or the
-        deadline has passed."""
+        deadline has passed; the deadline also bounds the wait for the slot."""
         deadline = deadline_of(request)
-        gone = threading.Event()
-
-        async def watch() -> None:
-            while (await request.receive())["type"] != "http.disconnect":
-                pass
-            gone.set()
-
-        def stop() -> bool:
-            return gone.is_set() or (deadline is not None and time.monotonic() > deadline)
-
-        watcher = asyncio.ensure_future(watch())
+        stop = PassStop(deadline)
+        watcher = asyncio.ensure_future(stop.watch(request))
         try:
             wait = None if deadline is None else max(0.0, deadline - time.monotonic())
             try:
-                await asyncio.wait_for(slot.acquire(), wait)
+                await asyncio.wait_for(self.slot.acquire(), wait)
             except TimeoutError:
                 raise Abandoned from None
             try:
@@ -302,42 +378,25 @@ def create_app(engine: Engine, port: int, allowed_hosts: Iterable[str] = (), api
                     raise Abandoned
                 started = time.perf_counter()
                 result = await asyncio.to_thread(work, stop)
-                latency.observe(time.perf_counter() - started)
-                states_per_pass.observe(count)
+                self.metrics.latency.observe(time.perf_counter() - started)
+                self.metrics.states_per_pass.observe(count)
                 return result
             finally:
-                slot.release()
+                self.slot.release()
         finally:
             watcher.cancel()
 
-    async def decide(request: Request) -> Response:
-        return await guarded(request, "decide")
 
-    async def batch(request: Request) -> Response:
-        return await guarded(request, "batch")
-
-    async def embed(request: Request) -> Response:
-        return await guarded(request, "embed")
-
-    async def health(request: Request) -> Response:
-        return await guarded(request, "health")
-
-    async def metrics(request: Request) -> Response:
-        return refusal(request) or Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
-
-    async def not_found(request: Request, exc: Exception) -> Response:
-        status = getattr(exc, "status_code", 404)
-        allow = (getattr(exc, "headers", None) or {}).get("Allow")
-        return error(status, f"{request.method} {request.url.path}: {'not found' if status == 404 else 'method not allowed'}",
-                     None, {"Allow": allow} if allow else None)
-
+def create_app(engine: Engine, port: int, allowed_hosts: Iterable[str] = (), api_key: str = "",
+               max_work: int = DEFAULT_MAX_WORK) -> Starlette:
+    server = EngineServer(engine, port, allowed_hosts, api_key, max_work)
     return Starlette(
         routes=[
-            Route("/v1/systemone", decide, methods=["POST"]),
-            Route("/v1/systemone/batch", batch, methods=["POST"]),
-            Route("/v1/embed", embed, methods=["POST"]),
-            Route("/health", health),
-            Route("/metrics", metrics),
+            Route("/v1/systemone", server.guarded("decide", server.decide), methods=["POST"]),
+            Route("/v1/systemone/batch", server.guarded("batch", server.batch), methods=["POST"]),
+            Route("/v1/embed", server.guarded("embed", server.embed), methods=["POST"]),
+            Route("/health", server.guarded("health", server.health)),
+            Route("/metrics", server.metrics_text),  # refused like the rest, but not counted
         ],
         exception_handlers={404: not_found, 405: not_found},
     )
