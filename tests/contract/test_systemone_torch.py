@@ -9,11 +9,12 @@ import subprocess
 
 import pytest
 
+from tests import tools
 from tests.processes import free_port, server
 
-from .conftest import ROOT, choice_and_yes_no, venv_tool
+from .conftest import ROOT, choice_and_yes_no
 
-pytestmark = [pytest.mark.contract, pytest.mark.anyio]
+pytestmark = [pytest.mark.contract, pytest.mark.needs_torch, pytest.mark.anyio]
 ENGINES = ("gte", "qwen3-rerank", "anyjev", "openthai")
 
 
@@ -21,7 +22,7 @@ ENGINES = ("gte", "qwen3-rerank", "anyjev", "openthai")
 def engine(request, tmp_path_factory):
     """(engine, endpoint): serve.py on the engine's tiny checkpoint, as its users start it."""
     name = request.param
-    python = venv_tool("systemone-torch", "python")
+    python = tools.torch_python()
     checkpoint = tmp_path_factory.mktemp("tiny-engines") / f"tiny-{name}"
     subprocess.run([str(python), str(ROOT / "tests" / "contract" / "make_tiny_engines.py"), name, str(checkpoint)],
                    check=True, timeout=300, capture_output=True)

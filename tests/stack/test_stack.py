@@ -23,9 +23,9 @@ from mcp import Client, StdioServerParameters
 
 from system1.core.schema import DecideResponse
 
-from .conftest import PROMETHEUS, ROOT, STACK_CONFIG, compose_command, docker_available, health_status, wait_until
+from .conftest import PROMETHEUS, ROOT, STACK_CONFIG, compose_command, health_status, wait_until
 
-pytestmark = pytest.mark.stack
+pytestmark = [pytest.mark.stack, pytest.mark.needs_docker]
 TEAMS = {"question": "Which team should handle this?",
          "options": ["billing: charges, refunds", "technical: bugs and outages", "sales: pricing and plans"]}
 
@@ -247,8 +247,6 @@ def test_the_llama_engine_answers_after_one_config_change_and_a_reload(stack, ht
 @pytest.mark.parametrize("engine", ["gte", "qwen3-rerank", "anyjev", "openthai"])
 def test_the_torch_image_serves_each_torch_engine_from_a_models_directory(engine, tmp_path):
     image = "system1/systemone:torch"  # make torch-image
-    if not docker_available():
-        pytest.skip("no Docker daemon answers `docker info` here")
     if subprocess.run(["docker", "image", "inspect", image], capture_output=True).returncode != 0:
         pytest.fail(f"{image} is missing: run `make torch-image`")
     models = tmp_path / "models"

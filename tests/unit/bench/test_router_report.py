@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import shutil
 import struct
 from pathlib import Path
 
 import pytest
+
+from tests import tools
 
 ROUTER_BENCH = Path(__file__).resolve().parents[3] / "bench" / "router"
 RESULTS = json.loads((ROUTER_BENCH / "decisions.json").read_text(encoding="utf-8"))
@@ -34,9 +35,7 @@ def png_size(data: bytes) -> tuple[int, int]:
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
-    chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
-    if not (chromium and driver):
-        pytest.fail("Chromium and its driver are missing: `make test-unit` installs Debian's chromium and chromium-driver")
+    chromium, driver = tools.chromium()  # the tests that use it are marked needs_chromium
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -91,6 +90,7 @@ def shown_text(browser) -> str:
     return browser.find_element(By.ID, "shown").text
 
 
+@pytest.mark.needs_chromium
 def test_every_prompt_is_shown_at_first_with_each_engines_decision(page):
     prompts = RESULTS["prompts"]
     assert visible_ids(page) == [p["id"] for p in prompts]
@@ -99,6 +99,7 @@ def test_every_prompt_is_shown_at_first_with_each_engines_decision(page):
     assert [h.split("random")[0].strip() for h in headers[2:]] == [e["name"] for e in RESULTS["engines"]]
 
 
+@pytest.mark.needs_chromium
 @pytest.mark.parametrize("group", sorted({p["group"] for p in RESULTS["prompts"]}))
 def test_a_group_filter_shows_that_groups_prompts_only(page, group):
     set_disagreements(page, False)
@@ -111,6 +112,7 @@ def test_a_group_filter_shows_that_groups_prompts_only(page, group):
     assert pressed == [group]
 
 
+@pytest.mark.needs_chromium
 def test_disagreements_only_shows_the_prompts_routed_away_from_gold_and_combines_with_a_group(page):
     click_group(page, "all")
     set_disagreements(page, True)
@@ -122,6 +124,7 @@ def test_disagreements_only_shows_the_prompts_routed_away_from_gold_and_combines
     assert len(visible_ids(page)) == len(RESULTS["prompts"])
 
 
+@pytest.mark.needs_chromium
 def test_the_summary_table_and_charts_show_every_engine(page):
     summary = page.execute_script(
         "return [...document.querySelectorAll('table.summary tbody tr')].map(r => r.cells[0].textContent)")
@@ -132,6 +135,7 @@ def test_the_summary_table_and_charts_show_every_engine(page):
     assert bars == 3 * len(RESULTS["engines"]) + 2  # the cost chart adds gold and the priciest model
 
 
+@pytest.mark.needs_chromium
 def test_the_page_renders_to_a_screenshot(page, tmp_path):
     shot = tmp_path / "shot.png"
     assert page.save_screenshot(str(shot))

@@ -6,32 +6,22 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from system1.service.metrics import Metrics
+from tests import tools
 
 ROOT = Path(__file__).resolve().parents[3]
 METRICS = ROOT / "services" / "metrics"
 DASHBOARD = ROOT / "deploy" / "grafana" / "dashboards" / "system1.json"
 
 
-def promtool() -> str:
-    found = ROOT / "build" / "prometheus" / "promtool"
-    if found.exists():
-        return str(found)
-    on_path = shutil.which("promtool")
-    if on_path is None:
-        pytest.fail("promtool is missing: `make test-unit` unpacks it from Debian's prometheus package "
-                    "(deploy/images/prometheus-binaries.sh)")
-    return on_path
-
-
 def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run([promtool(), *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+    """promtool `args`, for tests marked needs_promtool."""
+    return subprocess.run([tools.promtool(), *args], cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
 def panel_queries() -> list[tuple[str, str]]:
@@ -39,6 +29,7 @@ def panel_queries() -> list[tuple[str, str]]:
     return [(f"{p['title']} ({t['refId']})", t["expr"]) for p in panels for t in p.get("targets", [])]
 
 
+@pytest.mark.needs_promtool
 def test_the_alert_rules_load_and_their_unit_tests_pass():
     checked = run("check", "rules", str(METRICS / "alerts.yml"))
     assert checked.returncode == 0, checked.stdout + checked.stderr
@@ -46,6 +37,7 @@ def test_the_alert_rules_load_and_their_unit_tests_pass():
     assert tested.returncode == 0 and "SUCCESS" in tested.stdout, tested.stdout + tested.stderr
 
 
+@pytest.mark.needs_promtool
 def test_every_dashboard_query_is_valid_promql(tmp_path):
     queries = panel_queries()
     rules = {"groups": [{"name": "dashboard", "rules": [{"record": f"dashboard:query_{i}", "expr": expr}

@@ -59,6 +59,7 @@ def test_an_embedder_that_fails_is_a_provider_error_envelope_naming_it(tmp_path,
     assert reply.status_code == 200 and error["code"] == "provider_error" and "mock has no embeddings" in error["message"]
 
 
+@pytest.mark.needs_sklearn
 def test_learn_write_saves_a_head_that_beats_the_engine_and_the_service_then_decides_with_it(
         tmp_path, labelled, monkeypatch, capsys):
     transport, _ = app_transport(tmp_path, CONFIG)
@@ -74,6 +75,7 @@ def test_learn_write_saves_a_head_that_beats_the_engine_and_the_service_then_dec
     assert safe["decision"] == "no" and "learned head" in safe["rationale"] and safe["calibrated"] is True
 
 
+@pytest.mark.needs_sklearn
 def test_without_write_nothing_is_written_and_a_losing_head_is_reported_off(tmp_path, monkeypatch, capsys):
     async def useless(self, state, query, timeout_s):
         return "mock-embedder", [0.0, 0.0]
@@ -89,6 +91,7 @@ def test_without_write_nothing_is_written_and_a_losing_head_is_reported_off(tmp_
     assert not (tmp_path / "state" / "heads.json").exists()
 
 
+@pytest.mark.needs_sklearn
 def test_a_bad_kind_in_the_data_stops_learn_naming_the_line(tmp_path, capsys):
     path = tmp_path / "d.jsonl"
     path.write_text(json.dumps({"question": "q", "label": "yes", "kind": "has space"}) + "\n")
@@ -111,6 +114,7 @@ def test_the_report_keeps_an_option_set_kind_inside_its_table_cell():
 COLLECTING = CONFIG + 'collect_kinds = ["destructive"]\nstore_max_decisions = 100\n'
 
 
+@pytest.mark.needs_sklearn
 def test_feedback_labels_a_remembered_decision_and_learn_reads_it_from_the_store(tmp_path, monkeypatch, capsys):
     transport, _ = app_transport(tmp_path, COLLECTING)
     ids = {}

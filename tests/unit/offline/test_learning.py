@@ -34,6 +34,7 @@ def test_stratified_folds_partition_the_rows_and_spread_each_label():
     assert all(sum(labels[i] == "b" for i in f) == 1 for f in folds)
 
 
+@pytest.mark.needs_sklearn
 def test_a_head_that_beats_the_engine_on_held_out_rows_is_enabled_with_a_usable_shape():
     result = learn_kind(examples(120, 2.0, 0.5), k=5, threshold=0.6, curve=False)
     assert result.enabled and result.head["accuracy"] > 0.85 > result.engine["accuracy"]
@@ -45,6 +46,7 @@ def test_a_head_that_beats_the_engine_on_held_out_rows_is_enabled_with_a_usable_
         result.engine["accuracy"], abs=1e-4)
 
 
+@pytest.mark.needs_sklearn
 def test_a_head_that_does_not_beat_the_engine_stays_off_and_says_why():
     result = learn_kind(examples(120, 0.0, 0.95), k=5, threshold=0.6, curve=False)
     assert not result.enabled and result.fitted is None
@@ -57,6 +59,7 @@ def test_a_kind_with_too_few_rows_for_an_option_gets_no_head():
     assert not result.enabled and "too few rows for 'yes'" in result.why_not and result.head is None
 
 
+@pytest.mark.needs_sklearn
 def test_every_kind_is_learned_separately_and_the_curve_rises_with_rows():
     other = [Example("tier", ("haiku", "sonnet", "opus"), ("haiku", "sonnet", "opus")[i % 3],
                      [float(i % 3 == j) * 3 + random.Random(i).gauss(0, 0.5) for j in range(3)] + [0.0] * 5,
@@ -69,6 +72,7 @@ def test_every_kind_is_learned_separately_and_the_curve_rises_with_rows():
     assert len(curve) == 4 and curve[0][0] < curve[-1][0]
 
 
+@pytest.mark.needs_sklearn
 def test_the_held_out_figures_are_means_over_splits_drawn_with_different_seeds():
     rows = examples(80, 1.0, 0.5, seed=3)
     once = [learn_kind(rows, k=5, threshold=0.6, curve=False, repeats=1) for _ in range(2)]
