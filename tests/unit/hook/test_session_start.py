@@ -67,7 +67,7 @@ def test_a_key_is_asked_for_when_the_gateway_requires_one(tmp_path):
 @pytest.mark.parametrize(("waiting", "nudged"), [(29, False), (30, True)])
 def test_calibrate_is_suggested_once_thirty_logged_prompts_wait_for_labels(tmp_path, waiting, nudged):
     with running_service(tmp_path, MOCK) as svc:
-        log = svc.service.routing_log.path
+        log = svc.service.hook.log.path
         log.parent.mkdir(parents=True, exist_ok=True)
         entries = [{"source": "prompt", "prompt": f"p{i}"} for i in range(waiting)]
         entries += [{"source": "prompt", "prompt": "done", "labels": {"design": "yes"}}, {"source": "agent"}]

@@ -175,7 +175,7 @@ def test_outcomes_applied_through_the_service_reach_evaluate_wherever_it_runs(pr
     from ..service_harness import app_transport, call
 
     transport, service = app_transport(tmp_path, '[gateway]\nprovider = "mock"\n')
-    log = service.routing_log.path
+    log = service.hook.log.path
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text(json.dumps({"source": "agent", "tool_use_id": "t2", "prompt": "x"}) + "\n")
     monkeypatch.setenv("SYSTEM1_INSTALL_DIR", str(tmp_path / "host"))
@@ -194,7 +194,7 @@ def test_the_services_routing_entries_skip_and_count_lines_that_are_not_json(tmp
 
     transport, service = app_transport(tmp_path, '[gateway]\nprovider = "mock"\n')
     assert call(transport, "GET", "/v1/routing/entries").json() == {"entries": [], "unreadable_lines": 0}  # no log yet
-    log = service.routing_log.path
+    log = service.hook.log.path
     log.parent.mkdir(parents=True, exist_ok=True)
     labelled = {"prompt": "Design the cache", "labels": {"design": "yes"}}
     log.write_text(json.dumps(labelled) + "\n{not json\n" + json.dumps({"prompt": "no labels yet"}) + "\n")

@@ -1,8 +1,10 @@
 """A decision core that answers the router's four questions as a test scripts them, and a router
-built around it against fake upstreams."""
+that borrows it, against fake upstreams."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -11,6 +13,8 @@ from system1.core.result import Decision
 from system1.core.schema import ErrorCode
 from system1.providers.base import Query
 from system1.core.router_config import RouterSettings
+from system1.router.check import CHECK_KIND
+from system1.router.plan import Plan
 from system1.router.router import Router
 from system1.service.metrics import Metrics
 
@@ -50,9 +54,43 @@ class Scripted:
                          provider=only or self.provider) for p in answers]
 
 
-def router_for(settings: RouterSettings, tmp_path: Path) -> Router:
-    return Router(settings, tmp_path / "state", Metrics())
-
-
 def always_local(name: str | None) -> bool:
     return True
+
+
+class ScriptedCore:
+    """The core as the router borrows it: `decider` answers the four questions, `judged` (when
+    set) the answer check, and `stays_local` says which providers are on this machine."""
+
+    def __init__(self) -> None:
+        self.decider: Any = Scripted()
+        self.judged: Any = None
+        self.local: Callable[[str | None], bool] = always_local
+
+    async def decide_many(self, state: Any, queries: list[Query], client: str, priority: int = 0, *,
+                          threshold: float = 0.0, only: str | None = None) -> list[Decision]:
+        answering = self.judged if self.judged is not None and queries[0].kind == CHECK_KIND else self.decider
+        return await answering.decide_many(state, queries, client, priority, threshold=threshold, only=only)
+
+    def stays_local(self, provider: str | None) -> bool:
+        return self.local(provider)
+
+    @asynccontextmanager
+    async def borrow(self) -> AsyncIterator[ScriptedCore]:
+        yield self
+
+
+def router_for(settings: RouterSettings, tmp_path: Path) -> Router:
+    return Router(settings, tmp_path / "state", Metrics(), ScriptedCore().borrow)
+
+
+def core_of(router: Router) -> ScriptedCore:
+    return router.borrow.__self__
+
+
+async def plan_with(router: Router, api: str, body: Any, client: str, decider: Any,
+                    stays_local: Callable[[str | None], bool] = always_local, remember: bool = True) -> Plan:
+    """`router.plan`, its borrowed core answering as `decider`, providers local by `stays_local`."""
+    core = core_of(router)
+    core.decider, core.local = decider, stays_local
+    return await router.plan(api, body, client, remember)

@@ -5,6 +5,7 @@ the decision log saying so; streamed, unmarked and unjudgeable answers stand."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -14,7 +15,7 @@ from system1.router.check import CHECK_KIND, Verdict, answer_text, judge
 
 from tests.fakes.hosted_chat import hosted_chat, reply_text
 
-from .scripted import Scripted, always_local, router_for
+from .scripted import Scripted, always_local, core_of, plan_with, router_for
 
 pytestmark = pytest.mark.anyio
 KEY = "sk-fake-upstream-key"
@@ -40,15 +41,20 @@ def chat(stream: bool = False) -> dict:
 
 
 class Judged:
-    """A judge scripted by model: P(the answer satisfies the request), or None for no verdict."""
+    """The check's engine, scripted by the model whose answer it reads (the fake upstream's answer
+    names its model): P(the answer satisfies the request), or None for no verdict."""
 
     def __init__(self, **p_yes: float | None) -> None:
         self.p_yes = {k.replace("_", "/"): v for k, v in p_yes.items()}
         self.asked: list[tuple[str, str, str]] = []
 
-    async def __call__(self, request: str, answer: str, model: str) -> Verdict:
-        self.asked.append((request, answer, model))
-        return Verdict(model, self.p_yes.get(model), "scripted", 1.0)
+    async def decide_many(self, state, queries, client, priority=0, *, threshold=0.0, only=None) -> list[Decision]:
+        model = re.fullmatch(r"answer from (\S+)", state["answer"]).group(1)
+        self.asked.append((state["request"], state["answer"], model))
+        p = self.p_yes.get(model)
+        probabilities = None if p is None else {"yes": p, "no": 1 - p}
+        return [Decision("r", "decided", decision="yes", confidence=p or 0.0, probabilities=probabilities,
+                         provider="scripted")]
 
 
 @pytest.fixture
@@ -60,9 +66,10 @@ def upstream(monkeypatch):
 
 async def answered(upstream, tmp_path, judged: Judged, body: dict | None = None, headers: dict | None = None, **check):
     router = router_for(catalogue(upstream.url, **check), tmp_path)
+    core_of(router).judged = judged
     body = body or chat()
-    plan = await router.plan("openai", body, "alice", Scripted(), always_local)
-    reply = await router.answer(plan, body, headers or {}, "alice", judged)
+    plan = await plan_with(router, "openai", body, "alice", Scripted(), always_local)
+    reply = await router.answer(plan, body, headers or {}, "alice")
     if reply.stream is not None:
         reply.body = b"".join([chunk async for chunk in reply.stream])
     await router.aclose()

@@ -10,11 +10,11 @@ import json
 import pytest
 
 from system1.core.router_config import RouterSettings
-from system1.router.router import RouterError
+from system1.router.plan import RouterError
 
 from tests.fakes.hosted_chat import hosted_chat, reply_text
 
-from .scripted import Scripted, always_local, router_for
+from .scripted import Scripted, always_local, plan_with, router_for
 
 pytestmark = pytest.mark.anyio
 KEY = "sk-fake-upstream-key"
@@ -53,7 +53,7 @@ def upstream(monkeypatch):
 
 async def routed(upstream, tmp_path, body, api="openai", headers=None, **changes):
     router = router_for(catalogue(upstream.url, **changes), tmp_path)
-    plan = await router.plan(api, body, "alice", Scripted(), always_local)
+    plan = await plan_with(router, api, body, "alice", Scripted(), always_local)
     return router, plan, await router.answer(plan, body, headers or {}, "alice")
 
 
@@ -92,7 +92,7 @@ async def test_after_a_fall_through_the_conversation_stays_with_the_model_that_a
     upstream.fail("vendor/cheap-1", "503")
     router, _, reply = await routed(upstream, tmp_path, chat())
     assert reply.headers["x-router-model"] == MID
-    again = await router.plan("openai", chat(), "alice", Scripted(), always_local)
+    again = await plan_with(router, "openai", chat(), "alice", Scripted(), always_local)
     assert again.sticky and [m.id for m, _, _ in again.order] == [MID, CHEAP]  # TOP: over budget at a sticky turn's estimate
     await router.aclose()
 
@@ -131,8 +131,8 @@ async def test_a_stream_that_breaks_after_it_started_is_not_retried(upstream, tm
     assert received.rstrip().endswith(b'"type": "api_error", "code": null}}')  # ...then an error event
     assert upstream.models_asked() == ["vendor/cheap-1"]
     assert "was cut short" in caplog.text
-    router.log.close()
-    [entry] = [json.loads(line) for line in router.log.path.read_text().splitlines()]
+    router.ledger.log.close()
+    [entry] = [json.loads(line) for line in router.ledger.log.path.read_text().splitlines()]
     assert entry["broken"].startswith("the stream broke after it started")
     await router.aclose()
 
@@ -146,7 +146,7 @@ async def test_when_every_candidate_fails_the_client_gets_a_clear_error_naming_t
     for model, fault in zip(("vendor/cheap-1", MID, TOP), faults):
         upstream.fail(model, fault)
     router = router_for(catalogue(upstream.url), tmp_path)
-    plan = await router.plan("openai", chat(), "alice", Scripted(), always_local)
+    plan = await plan_with(router, "openai", chat(), "alice", Scripted(), always_local)
     with pytest.raises(RouterError) as caught:
         await router.answer(plan, chat(), {}, "alice")
     assert (caught.value.status, caught.value.kind) == (status, kind)
@@ -158,7 +158,7 @@ async def test_when_every_candidate_fails_the_client_gets_a_clear_error_naming_t
 async def test_a_client_error_from_the_upstream_comes_back_as_it_is(upstream, tmp_path):
     router = router_for(catalogue(upstream.url), tmp_path)
     upstream.key = "another-key"  # the upstream now refuses ours: a 401 is the client's to see, not a retry
-    plan = await router.plan("openai", chat(), "alice", Scripted(), always_local)
+    plan = await plan_with(router, "openai", chat(), "alice", Scripted(), always_local)
     reply = await router.answer(plan, chat(), {}, "alice")
     assert reply.status == 401 and upstream.models_asked() == ["vendor/cheap-1"]
     await router.aclose()
@@ -167,12 +167,12 @@ async def test_a_client_error_from_the_upstream_comes_back_as_it_is(upstream, tm
 async def test_usage_is_priced_into_todays_spend_and_a_spent_budget_takes_the_model_out(upstream, tmp_path):
     top_only = Scripted()
     router = router_for(catalogue(upstream.url, retries=0, min_skill=[0.92, 0.92, 0.92, 0.92]), tmp_path)  # only TOP
-    plan = await router.plan("openai", chat(), "alice", top_only, always_local)
+    plan = await plan_with(router, "openai", chat(), "alice", top_only, always_local)
     assert plan.model == TOP
     await router.answer(plan, chat(), {}, "alice")
     spent = 11 * 4 / 1e6 + 7 * 8 / 1e6  # the fake's usage at TOP's prices
     assert router.spend.today[TOP] == pytest.approx(spent)
-    again = await router.plan("openai", chat(messages=[{"role": "user", "content": "another question"}]), "bob",
+    again = await plan_with(router, "openai", chat(messages=[{"role": "user", "content": "another question"}]), "bob",
                               top_only, always_local)
     assert again.model != TOP
     assert {c["id"]: c.get("why", "") for c in again.report()["candidates"]}[TOP].startswith("over its daily budget")
@@ -207,14 +207,14 @@ async def test_anthropic_requests_go_to_v1_messages_with_the_key_as_x_api_key(up
 
 async def test_the_decision_log_has_the_route_and_usage_but_no_prompt_unless_asked(upstream, tmp_path):
     router, plan, reply = await routed(upstream, tmp_path, chat())
-    router.log.close()
-    [entry] = [json.loads(line) for line in router.log.path.read_text().splitlines()]
+    router.ledger.log.close()
+    [entry] = [json.loads(line) for line in router.ledger.log.path.read_text().splitlines()]
     assert entry["model"] == CHEAP and entry["reason"] == plan.reason and entry["usage"] == {"input_tokens": 11,
                                                                                              "output_tokens": 7}
     assert entry["cost_usd"] > 0 and entry["signals"]["primary"] == "debugging" and "prompt" not in entry
-    assert "Why does this test fail" not in router.log.path.read_text()
+    assert "Why does this test fail" not in router.ledger.log.path.read_text()
     await router.aclose()
     router, _, _ = await routed(upstream, tmp_path, chat(), log_prompts=True, log_file=str(tmp_path / "with.jsonl"))
-    router.log.close()
+    router.ledger.log.close()
     assert json.loads((tmp_path / "with.jsonl").read_text())["prompt"] == "Why does this test fail?"
     await router.aclose()

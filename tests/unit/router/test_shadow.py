@@ -11,7 +11,7 @@ import pytest
 from system1.offline.calibrate import load
 from system1.router.signals import ask
 
-from .scripted import Scripted, always_local, router_for
+from .scripted import Scripted, always_local, plan_with, router_for
 from .test_plan import NPE, body, settings
 
 pytestmark = pytest.mark.anyio
@@ -45,7 +45,7 @@ async def test_the_shadow_counts_agreement_per_signal_and_on_the_routed_model(tm
     monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-test")
     router = router_for(shadowed(), tmp_path)
     start(router, Scripted(topics={"code-gen": 1.0}, complexity=2, risk=1, provider="teacher"))
-    plan = await router.plan("openai", body(), "alice", Scripted(complexity=2, risk=1), always_local)
+    plan = await plan_with(router, "openai", body(), "alice", Scripted(complexity=2, risk=1), always_local)
     await router.shadow.drain()
     await router.aclose()
     [line] = shadow_lines(tmp_path)
@@ -64,7 +64,7 @@ async def test_a_full_shadow_queue_drops_new_jobs_and_never_holds_up_a_request(t
     gate, calls = asyncio.Event(), []
     start(router, Scripted(provider="teacher"), calls, gate)
     for i in range(4):  # the worker holds the first; one waits; two are dropped
-        await asyncio.wait_for(router.plan("openai", body(f"{NPE} #{i}"), f"c{i}", Scripted(), always_local), 5)
+        await asyncio.wait_for(plan_with(router, "openai", body(f"{NPE} #{i}"), f"c{i}", Scripted(), always_local), 5)
     await asyncio.sleep(0)
     assert sample(router, "system1_router_shadow_skipped_total", why="queue_full") == 2
     gate.set()
@@ -78,7 +78,7 @@ async def test_a_private_prompt_never_reaches_a_remote_shadow_under_local_only(t
     router = router_for(shadowed(private="local_only"), tmp_path)
     calls: list = []
     start(router, Scripted(provider="teacher"), calls)
-    await router.plan("openai", body("my key is AKIAIOSFODNN7EXAMPLE, why is S3 denying me?"), "alice", Scripted(),
+    await plan_with(router, "openai", body("my key is AKIAIOSFODNN7EXAMPLE, why is S3 denying me?"), "alice", Scripted(),
                       lambda name: name != "teacher")
     await router.shadow.drain()
     assert calls == [] and sample(router, "system1_router_shadow_skipped_total", why="private") == 1
@@ -89,8 +89,8 @@ async def test_the_shadow_log_is_a_training_set_that_learn_reads_without_private
     monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-test")
     router = router_for(shadowed(log_prompts=True), tmp_path)
     start(router, Scripted(topics={"code-gen": 1.0}, complexity=1, risk=0, p_private=0.01, provider="teacher"))
-    await router.plan("openai", body(), "alice", Scripted(), always_local)
-    await router.plan("openai", body("call me at +44 20 7946 0958 about the invoice"), "bob", Scripted(), always_local)
+    await plan_with(router, "openai", body(), "alice", Scripted(), always_local)
+    await plan_with(router, "openai", body("call me at +44 20 7946 0958 about the invoice"), "bob", Scripted(), always_local)
     await router.shadow.drain()
     await router.aclose()
     public, private = shadow_lines(tmp_path)
@@ -108,9 +108,9 @@ async def test_a_dry_run_and_a_sticky_turn_ask_no_shadow(tmp_path, monkeypatch):
     router = router_for(shadowed(), tmp_path)
     calls: list = []
     start(router, Scripted(provider="teacher"), calls)
-    await router.plan("openai", body(), "alice", Scripted(), always_local, remember=False)
-    await router.plan("openai", body(), "alice", Scripted(), always_local)
-    await router.plan("openai", body(), "alice", Scripted(), always_local)  # the same conversation: sticky
+    await plan_with(router, "openai", body(), "alice", Scripted(), always_local, remember=False)
+    await plan_with(router, "openai", body(), "alice", Scripted(), always_local)
+    await plan_with(router, "openai", body(), "alice", Scripted(), always_local)  # the same conversation: sticky
     await router.shadow.drain()
     assert len(calls) == 1
     await router.aclose()

@@ -118,6 +118,11 @@ class Gateway:
     def paused(self) -> bool:
         return os.path.exists(self._pause_path)  # asked on every decision: no pathlib on this path
 
+    def stays_local(self, name: str | None) -> bool:
+        """Whether asking provider `name` (None: the chain) keeps a prompt on this machine."""
+        names = [name] if name else self.chain.names
+        return all(self.providers[n].local for n in names if n in self.providers)
+
     def max_options(self) -> int:
         """The primary engine's option limit, within the schema's own."""
         provider = self.providers.get(self.config.settings.gateway.provider)

@@ -12,6 +12,8 @@ engine), the signals say nothing with no confidence, which makes scoring play sa
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -45,6 +47,18 @@ class Decider(Protocol):
 
     async def decide_many(self, state: object, queries: list[Query], client: str, priority: int = INTERACTIVE, *,
                           threshold: float = 0.0, only: str | None = None) -> list[Decision]: ...
+
+
+class Core(Decider, Protocol):
+    """The gateway core as the router borrows it: its decisions, and whether asking a provider
+    (None: the chain) keeps a prompt on this machine."""
+
+    def stays_local(self, provider: str | None) -> bool: ...
+
+
+#: How the router borrows the core for one use (the service's core in use then, so a reload
+#: never pulls it away mid-use): handed to the router once, used for every decision it asks.
+Borrow = Callable[[], AbstractAsyncContextManager[Core]]
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,8 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from ..core.schema import RequestError
 from ..router.precheck import input_tokens
-from ..router.router import RouterError, error_body
+from ..router.plan import RouterError
+from ..router.router import error_body
 from .routes import NOT_JSON, REFUSALS, ServiceDep, read_json
 
 # Errors in the client API's shape (OpenAI's `{"error": {…}}` or Anthropic's `{"type": "error", …}`).
@@ -80,7 +81,7 @@ async def dry_run(request: Request, service: ServiceDep, api: Literal["openai", 
         plan = await service.plan_route(api, await read_json(request), request.state.system1_client, remember=False)
     except (RouterError, RequestError) as exc:
         return _error(api, exc)
-    return JSONResponse(plan.report(), headers=service.router.headers_for(plan, None))
+    return JSONResponse(plan.report(), headers=plan.headers(None))
 
 
 @router_routes.post("/v1/router/feedback", responses=CHAT_ERRORS, openapi_extra={"requestBody": {"required": True, "content": {

@@ -199,13 +199,13 @@ async def labelled(service: ServiceDep) -> list[dict[str, Any]]:
 async def routing_entries(service: ServiceDep) -> dict[str, Any]:
     """The routing log's entries with a prompt and teacher labels or an outcome (what
     `system1 evaluate` judges an engine on), and how many of its lines were not JSON."""
-    return await service.routing_entries()
+    return await service.hook.entries()
 
 
 @router.get("/v1/routing/waiting")
 async def waiting_prompts(service: ServiceDep, limit: Annotated[int, Query(ge=1, le=1000)] = 50) -> list[dict[str, Any]]:
     """The newest logged prompts with no teacher labels yet: `id`, `prompt` and the engine's features."""
-    return await service.waiting_prompts(limit)
+    return await service.hook.waiting_prompts(limit)
 
 
 @router.post("/v1/routing/labels", responses=BAD_REQUEST | NOT_JSON,
@@ -218,7 +218,7 @@ async def waiting_prompts(service: ServiceDep, limit: Annotated[int, Query(ge=1,
 async def label_prompts(request: Request, service: ServiceDep) -> dict[str, int]:
     """Teacher labels for logged prompts, by their `id` (`{"labels": [{"id", "labels": {feature:
     "yes" | "no"}}]}`), written into the service's routing log: `{"labelled": n}`."""
-    return await service.label_prompts(await read_json(request))
+    return await service.hook.label_prompts(await read_json(request))
 
 
 @router.post("/v1/outcomes", responses=BAD_REQUEST | NOT_JSON,
@@ -231,7 +231,7 @@ async def label_prompts(request: Request, service: ServiceDep) -> dict[str, int]
                                     "doubtful": {"type": "boolean"}}}}}}}}}})
 async def apply_outcomes(request: Request, service: ServiceDep) -> dict[str, int]:
     """Agent spawn outcomes (`system1 outcomes --apply`) written into this service's routing log."""
-    return await service.apply_outcomes(await read_json(request))
+    return await service.hook.apply_outcomes(await read_json(request))
 
 
 @router.post("/v1/route", responses=BAD_REQUEST | NOT_JSON,
@@ -240,7 +240,7 @@ async def apply_outcomes(request: Request, service: ServiceDep) -> dict[str, int
 async def route(request: Request, service: ServiceDep) -> JSONResponse:
     """The routing hook: a Claude Code hook event in, the context to add (or none) out."""
     event = parse_event(await read_json(request))
-    outcome = await service.route(event, request.state.system1_client)
+    outcome = await service.hook.route(event, request.state.system1_client)
     return JSONResponse(outcome.as_dict())
 
 
@@ -253,7 +253,7 @@ async def features(request: Request, service: ServiceDep) -> dict[str, Any]:
     failure is `{"features": null, "error": {...}}`."""
     client = request.state.system1_client
     priority = service.priority_of(client, request.headers.get(headers.PRIORITY))
-    return await service.features(await read_json(request), client, priority)
+    return await service.hook.features(await read_json(request), client, priority)
 
 
 @router.get("/v1/health")

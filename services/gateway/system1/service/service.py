@@ -12,40 +12,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..client.token import write_bridge_token
 from ..core.config import LoadedConfig, load_config
 from ..core.gateway import Gateway
 from ..core.lanes import BATCH, INTERACTIVE
 from ..core.result import Decision
-from ..core.schema import RequestError
-from ..hook.answer import HookReply, RouteEvent, RoutingHook, feature_views, parse_features
-from ..router.check import Verdict, judge
-from ..router.router import Plan, Reply, Router
-from ..router.shadow import ShadowJob
-from ..router.signals import Asked, ask
-from ..hook.log import RoutingLog, labels_of, verdicts_of, write_labels, write_outcomes
-from ..client.token import write_bridge_token
+from ..router.plan import Plan, Reply
+from ..router.router import Router
 from .auth import KeyRing
+from .hook_feature import HookFeature
 from .metrics import Metrics
 from .reports import capabilities_report, health_report
 from .requestlog import RequestLog
 
 logger = logging.getLogger(__name__)
-#: The client the shadow engine's decisions are asked as: one client, for the lanes' fairness.
-SHADOW_CLIENT = "router-shadow"
-
-
-def _stays_local(gateway: Gateway) -> Callable[[str | None], bool]:
-    """Whether asking provider `name` (None: the chain) keeps a prompt on this machine."""
-
-    def stays_local(name: str | None) -> bool:
-        names = [name] if name else gateway.chain.names
-        return all(gateway.providers[n].local for n in names if n in gateway.providers)
-
-    return stays_local
 
 
 class _Core:
@@ -76,8 +60,9 @@ class Service:
         self.bridge_token: str | None = None
         self.keys = KeyRing({})
         self.request_log: RequestLog | None = None
-        self.routing_log = RoutingLog(config.routing_log)
-        self.router = Router(config.settings.router, config.install_dir, self.metrics, learned_dir=config.learned_dir)
+        self.hook = HookFeature(config.routing_log, self._use)
+        self.router = Router(config.settings.router, config.install_dir, self.metrics, self._use,
+                             learned_dir=config.learned_dir)
         self._health_task: asyncio.Task | None = None
         self._configure_edges(config)
 
@@ -106,8 +91,7 @@ class Service:
         self.router.learned_dir = config.learned_dir
         self.router.configure(config.settings.router)
         self._load_keys(config)
-        if self.routing_log.path != config.routing_log:
-            self.routing_log = RoutingLog(config.routing_log)
+        self.hook.configure(config.routing_log)
         if self.request_log is not None:
             self.request_log.close()
             self.request_log = None
@@ -132,7 +116,7 @@ class Service:
         self.bridge_token = write_bridge_token(self.config.install_dir)
         self._load_keys(self.config)  # now with the bridge token
         self._health_task = asyncio.create_task(self._probe_forever())
-        self.router.shadow.start(self._ask_shadow)
+        self.router.start()
 
     async def stop(self) -> None:
         if self._health_task is not None:
@@ -190,28 +174,13 @@ class Service:
         return decision
 
     async def plan_route(self, api: str, body: Any, client: str, remember: bool = True) -> Plan:
-        """The router's plan for a chat request, its decision asked of this core (`remember`
-        False for a dry run: the conversation's model is not set)."""
-        async with self._use() as gateway:
-            return await self.router.plan(api, body, client, gateway, _stays_local(gateway), remember)
+        """The router's plan for a chat request (`remember` False for a dry run: the
+        conversation's model is not set)."""
+        return await self.router.plan(api, body, client, remember)
 
     async def answer_route(self, plan: Plan, body: dict[str, Any], headers: Mapping[str, str], client: str) -> Reply:
-        """The plan's answer, with `[router.check]`'s verdicts asked of the core in use then."""
-
-        async def verdict(request: str, answer: str, model: str) -> Verdict:
-            async with self._use() as gateway:
-                return await judge(gateway, self.router.settings, request, answer, model, client,
-                                   plan.check.needs.private, _stays_local(gateway))
-
-        return await self.router.answer(plan, body, headers, client, verdict)
-
-    async def _ask_shadow(self, job: ShadowJob) -> Asked:
-        """The shadow provider's four answers for a planned request, as batch work (behind every
-        interactive decision in its lane)."""
-        settings = self.router.settings
-        async with self._use() as gateway:
-            return await ask(gateway, settings, job.text, SHADOW_CLIENT, job.private, job.may_ask,
-                             only=settings.decision.shadow, priority=BATCH)
+        """The plan's answer, checked where `[router.check]` applies."""
+        return await self.router.answer(plan, body, headers, client)
 
     async def feedback(self, payload: Any, client: str) -> dict[str, Any]:
         """Label a remembered decision (the client is recorded as the label's source)."""
@@ -227,59 +196,12 @@ class Service:
         async with self._use() as gateway:
             return await gateway.learned.embed(payload)
 
-    async def routing_entries(self) -> dict[str, Any]:
-        """The routing log's entries worth evaluating, for `system1 evaluate` wherever it runs."""
-        entries, unreadable = await self.routing_log.evaluable()
-        return {"entries": entries, "unreadable_lines": unreadable}
-
-    async def waiting_prompts(self, limit: int) -> list[dict[str, Any]]:
-        """The newest logged prompts waiting for teacher labels (what `/system1:calibrate` labels)."""
-        return await self.routing_log.waiting(limit)
-
-    async def label_prompts(self, payload: Any) -> dict[str, int]:
-        """Write teacher labels into logged prompts, by id; `RequestError` naming the field."""
-        try:
-            labels = labels_of(payload)
-        except ValueError as exc:
-            raise RequestError(str(exc)) from None
-        return {"labelled": await self.routing_log.rewrite(lambda path: write_labels(path, labels))}
-
-    async def apply_outcomes(self, payload: Any) -> dict[str, int]:
-        """Write spawn outcomes (from `system1 outcomes --apply`) into this service's routing log;
-        `RequestError` naming the field for a bad body."""
-        try:
-            verdicts = verdicts_of(payload)
-        except ValueError as exc:
-            raise RequestError(str(exc)) from None
-        return {"applied": await self.routing_log.rewrite(lambda path: write_outcomes(path, verdicts))}
-
-    async def route(self, event: RouteEvent, client: str) -> HookReply:
-        """The routing hook's answer for one Claude Code hook event."""
-        async with self._use() as gateway:
-            return await RoutingHook(gateway, self.routing_log).route(event, client)
-
-    async def features(self, payload: Any, client: str, priority: int) -> dict[str, Any]:
-        """The four routing features of a prompt, each with its probabilities, from the chain or
-        the named provider (`system1 evaluate --provider`); nothing is logged. `RequestError`
-        for a bad body or a provider this gateway cannot ask."""
-        prompt, provider = parse_features(payload)
-        async with self._use() as gateway:
-            if provider is not None:
-                gateway.check_askable(provider)
-            decisions = await RoutingHook(gateway, self.routing_log).feature_decisions(
-                prompt, client, None, priority, only=provider)
-        views = feature_views(decisions)
-        failed = None if views is not None else next(d for d in decisions if d.status == "error")
-        return {"features": views, "error": failed and failed.envelope_json()["error"]}
-
     async def health(self) -> dict[str, Any]:
         async with self._use() as gateway:
             report = await health_report(gateway, max_age_s=2 * self.config.settings.service.health_interval_s)
         report["reload_errors"] = list(self.reload_errors)
         report["auth_errors"] = list(self.key_errors)
-        routing = self.config.settings.routing
-        report["routing"] = {"enabled": routing.enabled, "hint": routing.hint,
-                             "prompts_waiting_for_labels": await self.routing_log.waiting_for_labels()}
+        report["routing"] = await self.hook.health(self.config.settings.routing)
         return report
 
     async def capabilities(self) -> dict[str, Any]:
