@@ -17,6 +17,8 @@ from hypothesis import strategies as st
 from system1.core.gateway import Gateway
 from system1.core.schema import DecideResponse, RequestError
 from system1.hook.answer import parse_event
+from system1.router.conversation import from_openai
+from system1.router.precheck import Budget, precheck
 from tests.unit.helpers import config_in
 
 from .conftest import TALLY
@@ -85,3 +87,20 @@ def test_the_engine_server_reads_a_body_or_refuses_it_with_a_4xx(body):
         read_json(body)
     except BadRequest as exc:
         assert 400 <= exc.status < 500 and exc.message.encode("utf-8")
+
+
+# Short pieces of what credentials, addresses and records are made of, repeated into long runs:
+# the inputs on which a backtracking pattern takes time quadratic in their length.
+PIECES = st.sampled_from(["a", "A", "1", ".", ":", "/", "@", "+", "-", "=", " ", "\n", "://", "DOB", "MRN", "key=",
+                          "ghp_", "AKIA", "\u200b", "ａ"])
+RUNS = st.lists(st.tuples(PIECES, st.integers(1, 20_000)), min_size=1, max_size=6).map(
+    lambda runs: "".join(piece * count for piece, count in runs))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(text=RUNS)
+def test_the_pre_check_reads_any_long_run_within_its_budget_or_says_it_did_not(text):
+    budget = Budget(max_chars=200_000, seconds=5)
+    check = precheck(from_openai({"model": "auto", "messages": [{"role": "user", "content": text}]}), ["US"], budget)
+    assert all(f.split(": ", 1)[0] in ("secret", "personal", "unchecked") for f in check.findings)
+    assert check.needs.private == bool(check.findings)

@@ -173,6 +173,15 @@ async def test_a_private_prompt_may_not_be_passed_through_to_a_remote_upstream_u
     await router.aclose()
 
 
+async def test_a_prompt_over_the_pre_checks_budget_stays_local_under_local_only(tmp_path):
+    router = router_for(settings(private="local_only", precheck_max_chars=10_000), tmp_path)
+    with pytest.raises(RouterError) as caught:
+        await plan_with(router, "openai", body("an ordinary question " * 1_000, model=OPUS), "alice", Scripted(),
+                        always_local)
+    assert caught.value.status == 403 and "unchecked: " in caught.value.message
+    await router.aclose()
+
+
 async def test_the_router_off_answers_404(tmp_path):
     router = router_for(settings(enabled=False), tmp_path)
     with pytest.raises(RouterError, match="the router is off"):

@@ -3,13 +3,18 @@ request's needs read from either API's body, and nothing of what was found kept.
 
 from __future__ import annotations
 
+import math
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from system1.core.schema import RequestError
 from system1.router.conversation import from_anthropic, from_openai
-from system1.router.precheck import personal_data_in, precheck, secrets_in
+from system1.router import precheck as precheck_module
+from system1.router.precheck import (INLINE_CHARS, SEGMENT_CHARS, Budget, checked, findings_in, personal_data_in,
+                                     precheck, secrets_in, segments)
 
 # Test credentials in the documented example shapes (AWS's own example key id and so on).
 CREDENTIALS = {
@@ -164,3 +169,85 @@ def test_anthropic_roles_are_user_assistant_and_system_messages_join_the_system_
     conversation = from_anthropic({"model": "auto", "system": "be brief", "messages": [
         {"role": "user", "content": "hi"}, {"role": "system", "content": "the date is today"}]})
     assert conversation.system == "be brief\nthe date is today" and conversation.turns == (("user", "hi"),)
+
+
+# Inputs that made a pattern scan a long run again from each of its characters, or split one
+# run of spaces between two repeats: each grows to `n` characters.
+ADVERSARIAL = {
+    "hex": lambda n: ("0123456789abcdef" * n)[:n],
+    "one letter": lambda n: "A" * n,
+    "dotted": lambda n: "a." * (n // 2),
+    "dotted, then @": lambda n: "a." * (n // 2) + "@",
+    "schemes": lambda n: "a://" * (n // 4),
+    "url without @": lambda n: "a://x:" + "y" * n,
+    "spaces after DOB": lambda n: "DOB" + " " * n,
+    "spaces after MRN": lambda n: "MRN" + " " * n,
+    "digits and spaces": lambda n: "1 " * (n // 2),
+    "keywords": lambda n: "key=" * (n // 4),
+    "at signs": lambda n: "@" * n,
+}
+
+
+def per_byte(text: str) -> float:
+    """The pre-check's time per character of `text`, the best of three readings."""
+    best = math.inf
+    for _ in range(3):
+        started = time.perf_counter()
+        secrets_in(text)
+        personal_data_in(text, ["US"])
+        best = min(best, time.perf_counter() - started)
+    return best / len(text)
+
+
+@pytest.mark.parametrize("shape", ADVERSARIAL)
+def test_the_pre_check_reads_adversarial_input_in_time_linear_in_its_length(shape):
+    # A ratio of two readings taken side by side, not a time: sixteen times the input takes
+    # about sixteen times as long (a quadratic pattern would take 256 times).
+    small, large = (per_byte(ADVERSARIAL[shape](n)) for n in (4_096, 65_536))
+    assert large < 4 * small, f"{shape}: {small * 1e9:.0f} ns per character at 4 KB, {large * 1e9:.0f} at 64 KB"
+
+
+def test_a_long_line_is_read_in_windows_that_overlap_so_a_credential_on_a_boundary_is_found():
+    token = "ghp_16C7e42F292c6912E7710c838347Ae178B4a"
+    text = "x" * (SEGMENT_CHARS - 10) + " " + token + " " + "y" * SEGMENT_CHARS
+    windows = list(segments(text))
+    assert len(windows) == 3 and all(len(w) <= SEGMENT_CHARS for w in windows)
+    assert not any(token in w for w in windows[:1]) and any(token in w for w in windows)
+    assert findings_in(text, [], Budget(max_chars=1_000_000, seconds=60)) == {"secret: GitHub Token"}
+
+
+def test_segments_keep_whole_lines_and_lose_no_text():
+    lines = [f"line {i} " + "z" * (i * 37 % 900) for i in range(400)]
+    text = "\n".join(lines)
+    assert "\n".join(segments(text, size=4_096, overlap=64)) == text
+
+
+def chat_of(text: str):
+    return from_openai({"model": "auto", "messages": [{"role": "user", "content": text}]})
+
+
+def test_a_prompt_over_the_size_budget_is_treated_as_private_without_being_read():
+    check = precheck(chat_of("harmless words " * 2_000), budget=Budget(max_chars=10_000, seconds=60))
+    [finding] = check.findings
+    assert check.needs.private and finding.startswith("unchecked: 3000") and finding.endswith("limit of 10000")
+
+
+def test_a_prompt_the_pre_check_cannot_finish_in_time_is_treated_as_private():
+    check = precheck(chat_of("harmless words"), budget=Budget(max_chars=10_000, seconds=0))
+    assert check.needs.private and check.findings == ("unchecked: not read within 0 s",)
+
+
+@pytest.mark.anyio
+async def test_a_long_prompt_is_checked_off_the_event_loop_and_a_short_one_on_it(monkeypatch):
+    threads = []
+    real = precheck_module.precheck
+
+    def recording(*args):
+        threads.append(threading.current_thread() is threading.main_thread())
+        return real(*args)
+
+    monkeypatch.setattr(precheck_module, "precheck", recording)
+    budget = Budget(max_chars=1_000_000, seconds=60)
+    await checked(chat_of("hello"), [], budget)
+    await checked(chat_of("hello " * INLINE_CHARS), [], budget)
+    assert threads == [True, False]

@@ -240,6 +240,10 @@ class RouterSettings(_Table):
     passthrough_upstream: str = ""
     #: Regions whose national phone-number format the pre-check knows (e.g. ["US", "FR"]).
     phone_regions: list[str] = Field(default_factory=list)
+    #: The pre-check's budget: a prompt longer than this, or one it cannot finish reading in this
+    #: time, is treated as private (under `local_only` it stays on this machine).
+    precheck_max_chars: int = Field(default=4_000_000, ge=10_000, le=100_000_000)
+    precheck_timeout_s: float = Field(default=3.0, gt=0.0, le=60.0)
     #: The decision log: JSONL in the state volume ("" : <state>/logs/router.jsonl), rotated by size;
     #: the prompt's text is written only with `log_prompts`.
     log_file: str = ""

@@ -17,13 +17,21 @@
   only guard.
 
 A finding names its kind only: the matched text is never kept, logged or returned.
+
+Every pattern runs in time linear in its input, and the text is read in segments (whole lines up
+to `SEGMENT_CHARS`, a longer line in overlapping windows), so no one call holds the interpreter
+long. The check has a budget: a prompt over `[router] precheck_max_chars`, or one not read
+within `precheck_timeout_s`, is treated as private ("unchecked: …"). A long prompt is read in a
+worker thread, so the event loop goes on serving everyone else meanwhile.
 """
 
 from __future__ import annotations
 
+import asyncio
 import math
 import re
-from collections.abc import Iterable
+import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache
 
@@ -47,10 +55,15 @@ _MAY_HOLD_ARTIFACTORY = re.compile(r"A(?:KC|P[\dA-F])[a-zA-Z0-9]{8,}")
 #: Every keyword the keyword detector knows contains one of these.
 _MAY_HOLD_KEYWORD = re.compile(r"key|pass|pwd|secret|contras", re.IGNORECASE)
 #: Credentials in a URL, with the punctuation RFC 3986 allows in a password (detect-secrets'
-#: own pattern leaves out `!$&'()*+,;=`, which real passwords hold).
-_URL_CREDENTIALS = re.compile(r"[A-Za-z][\w+.\-]*://[^\s:/?#@\[\]]*:([^\s/?#@\[\]]+)@")
+#: own pattern leaves out `!$&'()*+,;=`, which real passwords hold). A scheme starts only where
+#: no scheme character precedes it: without that, every letter of a long run would start a
+#: match that scans the run again (quadratic time on one long word).
+_URL_CREDENTIALS = re.compile(r"(?<![\w+.\-])[A-Za-z][\w+.\-]*://[^\s:/?#@\[\]]*:([^\s/?#@\[\]]+)@")
 BASIC_AUTH = "Basic Auth Credentials"
-_EMAIL = re.compile(r"\b[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{2,}\b")
+#: Every pattern here runs in time linear in its input: a repeated part starts only where the
+#: character before it cannot continue it (so no long run is scanned again from each of its
+#: characters), and no two repeats of the same characters stand side by side.
+_EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{2,}\b")
 _SSN = re.compile(r"\b\d{3}-\d{2}-\d{4}\b")
 _IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b")
 _CARD = re.compile(r"\b\d(?:[ -]?\d){12,18}\b")
@@ -58,12 +71,18 @@ _DATE = r"(?:\d{1,4}[-/.]\d{1,2}[-/.]\d{1,4}|\d{1,2} [A-Z][a-z]+ \d{4}|[A-Z][a-z
 #: Who a health record is about: a labelled patient name, a date of birth with its value, or a
 #: medical record number.
 _HEALTH_SUBJECT = re.compile(
-    rf"\b(?i:born(?: on)?|DOB|D\.O\.B\.|date of birth|birth ?date)\s*[:=]?\s*{_DATE}"
-    r"|\b(?i:patient(?: name)?)\s*[:=]\s*[A-Z][a-z]+ [A-Z][a-z]+|\bMRN\s*[:#]?\s*\d{4,}")
+    rf"\b(?i:born(?: on)?|DOB|D\.O\.B\.|date of birth|birth ?date)\s*(?:[:=]\s*)?{_DATE}"
+    r"|\b(?i:patient(?: name)?)\s*[:=]\s*[A-Z][a-z]+ [A-Z][a-z]+|\bMRN\s*(?:[:#]\s*)?\d{4,}")
 #: What makes it a health record: a clinical fact about that person.
 _CLINICAL = re.compile(r"\b(?:diagnos[ie]s|diagnosed|prescri(?:bed|ption)|medication|dosage|admitted|discharged|"
                        r"symptoms?|HbA1c|blood pressure|troponin|insulin|chemotherapy|ICD-10|allerg(?:y|ies|ic))\b",
                        re.IGNORECASE)
+#: What the scanners read at once: whole lines up to this many characters, or a window of one
+#: longer line; the next window of that line overlaps it by more than any credential's length.
+SEGMENT_CHARS = 65_536
+OVERLAP_CHARS = 1_024
+#: Prompts longer than this are checked in a worker thread rather than on the event loop.
+INLINE_CHARS = 16_384
 #: Characters per token in the input estimate (English runs near 4, code near 3), and tokens a
 #: message costs besides its text.
 CHARS_PER_TOKEN = 3
@@ -167,10 +186,54 @@ def input_tokens(conversation: Conversation) -> int:
     return math.ceil(chars / CHARS_PER_TOKEN) + TOKENS_PER_MESSAGE * (len(conversation.turns) + 1)
 
 
-def precheck(conversation: Conversation, regions: Iterable[str] = ()) -> PreCheck:
-    text = "\n".join(conversation.texts)
-    findings = sorted({f"secret: {kind}" for kind in secrets_in(text)}
-                      | {f"personal: {kind}" for kind in personal_data_in(text, regions)})
+@dataclass(frozen=True)
+class Budget:
+    """`[router] precheck_max_chars` and `precheck_timeout_s`."""
+
+    max_chars: int
+    seconds: float
+
+
+def segments(text: str, size: int = SEGMENT_CHARS, overlap: int = OVERLAP_CHARS) -> Iterator[str]:
+    """`text` as whole lines gathered up to `size` characters; a longer line as windows of `size`,
+    each overlapping the one before by `overlap`."""
+    start = 0
+    while len(text) - start > size:
+        cut = text.rfind("\n", start, start + size)
+        if cut > start:
+            yield text[start:cut]
+            start = cut + 1
+        else:
+            yield text[start:start + size]
+            start += size - overlap
+    yield text[start:]
+
+
+def findings_in(text: str, regions: Iterable[str], budget: Budget | None = None) -> set[str]:
+    """What the text holds, segment by segment; "unchecked: …" when the budget ran out first
+    (no budget: the whole text is read)."""
+    if budget is not None and len(text) > budget.max_chars:
+        return {f"unchecked: {len(text)} characters, over the pre-check's limit of {budget.max_chars}"}
+    seconds = math.inf if budget is None else budget.seconds
+    deadline = time.monotonic() + seconds
+    found: set[str] = set()
+    for segment in segments(text):
+        if time.monotonic() >= deadline:
+            return found | {f"unchecked: not read within {seconds:g} s"}
+        found |= {f"secret: {kind}" for kind in secrets_in(segment)}
+        found |= {f"personal: {kind}" for kind in personal_data_in(segment, regions)}
+    return found
+
+
+def precheck(conversation: Conversation, regions: Iterable[str] = (), budget: Budget | None = None) -> PreCheck:
+    findings = sorted(findings_in("\n".join(conversation.texts), regions, budget))
     needs = Needs(input_tokens=input_tokens(conversation), tools=conversation.tools, vision=conversation.images,
                   private=bool(findings), api=conversation.api)
     return PreCheck(needs, tuple(findings))
+
+
+async def checked(conversation: Conversation, regions: Iterable[str], budget: Budget) -> PreCheck:
+    """`precheck`, in a worker thread when the prompt is long."""
+    if sum(len(text) for text in conversation.texts) <= INLINE_CHARS:
+        return precheck(conversation, regions, budget)
+    return await asyncio.to_thread(precheck, conversation, tuple(regions), budget)

@@ -28,7 +28,7 @@ from .escalation import escalate
 from .ledger import Ledger, RouterObserver
 from .outcomes import Outcomes
 from .plan import Plan, Reply, RouterError
-from .precheck import PreCheck, precheck
+from .precheck import Budget, PreCheck, checked
 from .scoring import BELOW_FLOOR, Live, route
 from .shadow import Shadow, ShadowJob
 from .signals import UNKNOWN, Asked, Borrow, Core, ask, provider_for
@@ -122,7 +122,8 @@ class Router:
     async def _plan(self, api: str, body: Any, client: str, core: Core, remember: bool) -> Plan:
         settings = self.settings
         conversation = self.conversation(api, body)
-        check = precheck(conversation, settings.phone_regions)
+        check = await checked(conversation, settings.phone_regions,
+                              Budget(settings.precheck_max_chars, settings.precheck_timeout_s))
         needs = check.needs
         request_id = new_request_id()
         if conversation.model not in settings.aliases:
