@@ -234,3 +234,17 @@ async def test_spend_is_saved_soon_after_a_change_and_a_new_day_starts_at_zero(t
     assert state.Spend(tmp_path / "spend.json", day=lambda: day[0]).today == {"m": 0.75}
     day[0] = datetime.date(2026, 12, 2)
     assert state.Spend(tmp_path / "spend.json", day=lambda: day[0]).today == {}
+
+
+async def test_a_catalogue_model_named_directly_is_refused_once_over_its_daily_budget(tmp_path):
+    table = seed_table()
+    for model in table["models"]:
+        if model["id"] == OPUS:
+            model["daily_budget_usd"] = 1.0
+    router = router_for(RouterSettings.model_validate(table), tmp_path)
+    assert (await plan_with(router, "openai", body(model=OPUS), "alice", Scripted())).model == OPUS
+    router.spend.add(OPUS, 1.5)
+    with pytest.raises(RouterError) as caught:
+        await plan_with(router, "openai", body(model=OPUS), "alice", Scripted())
+    assert caught.value.status == 429 and "over its daily budget ($1.5000 spent of $1.0000" in caught.value.message
+    await router.aclose()

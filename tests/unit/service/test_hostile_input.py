@@ -167,3 +167,21 @@ async def test_a_password_in_an_engine_url_is_never_shown(tmp_path):
         health = await svc.http.get("/v1/health")
     assert ready.status_code == 503 and "engine.example:8790" in ready.text
     assert "s3cret" not in ready.text and "s3cret" not in health.text
+
+
+@pytest.mark.parametrize(("path", "shape"), [("/v1/chat/completions", "openai"), ("/v1/messages", "anthropic"),
+                                             ("/v1/router/route", "openai")])
+@pytest.mark.parametrize(("raw", "field"), [
+    (rb'{"model": "auto", "messages": [{"role": "user", "content": "hi \ud800"}]}',
+     "body.messages.0.content: contains a lone surrogate (U+D800)"),
+    (rb'{"model": "auto", "max_tokens": NaN, "messages": [{"role": "user", "content": "hi"}]}',
+     "body.max_tokens: nan is not a JSON number"),
+])
+async def test_chat_bodies_that_cannot_be_sent_on_are_400_in_the_clients_own_error_shape(tmp_path, path, shape, raw,
+                                                                                          field):
+    async with in_process(tmp_path, '[gateway]\nprovider = "mock"\n[router]\nenabled = true\n') as routing:
+        response = await routing.http.post(path, content=raw, headers=JSON)
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert field in error["message"] and error["type"] == "invalid_request_error"
+    assert shape == "openai" or response.json()["type"] == "error"

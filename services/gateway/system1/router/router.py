@@ -29,7 +29,7 @@ from .ledger import Ledger, RouterObserver
 from .outcomes import Outcomes
 from .plan import Plan, Reply, RouterError
 from .precheck import Budget, PreCheck, checked
-from .scoring import BELOW_FLOOR, Live, route
+from .scoring import BELOW_FLOOR, Live, est_cost, over_budget, route
 from .shadow import Shadow, ShadowJob
 from .signals import UNKNOWN, Asked, Borrow, Core, ask, provider_for
 from .skills import load_overlay
@@ -113,6 +113,9 @@ class Router:
         self.require_on()
         return READERS[api](body)
 
+    def _live(self, settings: RouterSettings) -> Live:
+        return Live(dict(self.in_flight.counts), dict(self.spend.today), missing_key(settings))
+
     async def plan(self, api: str, body: Any, client: str, remember: bool = True) -> Plan:
         """The plan for a chat request, its decision asked of the borrowed core. A dry run
         (`remember` False) reads a conversation's model but does not set or refresh it."""
@@ -127,10 +130,10 @@ class Router:
         needs = check.needs
         request_id = new_request_id()
         if conversation.model not in settings.aliases:
-            return Plan(request_id, api, conversation, check, [passthrough(settings, conversation, check)], PASSED)
+            return Plan(request_id, api, conversation, check, [passthrough(settings, conversation, check, self._live(settings))], PASSED)
         if remember:
             self.outcomes.arrived(client, conversation)
-        live = Live(dict(self.in_flight.counts), dict(self.spend.today), missing_key(settings))
+        live = self._live(settings)
         key = f"{client}\n{conversation.key}"
         remembered = self.sticky.get(key)
         if remembered is not None:
@@ -221,8 +224,9 @@ class Router:
         return verdict
 
 
-def passthrough(settings: RouterSettings, conversation: Conversation, check: PreCheck) -> tuple[ModelEntry | None, str, str]:
-    """The one model a client named, with its upstream, unless privacy forbids it."""
+def passthrough(settings: RouterSettings, conversation: Conversation, check: PreCheck,
+                live: Live) -> tuple[ModelEntry | None, str, str]:
+    """The one model a client named, with its upstream, unless privacy or its budget forbids it."""
     model = settings.model(conversation.model)
     upstream = model.upstream if model else settings.passthrough_upstream
     if not upstream:
@@ -232,6 +236,9 @@ def passthrough(settings: RouterSettings, conversation: Conversation, check: Pre
     if check.needs.private and settings.private == "local_only" and not settings.upstream_is_local(upstream):
         raise RouterError(403, "permission_error", "private prompt (" + ", ".join(check.findings) + ") may not "
                           f"reach {conversation.model!r}, whose upstream is not on this machine (private = \"local_only\")")
+    refusal = over_budget(model, live, est_cost(model, check.needs.input_tokens, 0)) if model else ""
+    if refusal:
+        raise RouterError(429, "rate_limit_error", f"model: {conversation.model!r} is {refusal}")
     return model, upstream, ""
 
 

@@ -128,8 +128,14 @@ def _incapable(settings: RouterSettings, model: ModelEntry, needs: Needs, live: 
         return "no image input"
     if needs.input_tokens > model.context:
         return f"context too small ({needs.input_tokens} tokens > {model.context})"
-    if model.daily_budget_usd is not None and live.spent_usd.get(model.id, 0.0) + cost > model.daily_budget_usd:
-        return (f"over its daily budget (${live.spent_usd.get(model.id, 0.0):.4f} spent of ${model.daily_budget_usd:.4f}, "
+    return over_budget(model, live, cost)
+
+
+def over_budget(model: ModelEntry, live: Live, cost: float) -> str:
+    """Why `model` may not take a request costing about `cost` today ("" when it may)."""
+    spent = live.spent_usd.get(model.id, 0.0)
+    if model.daily_budget_usd is not None and spent + cost > model.daily_budget_usd:
+        return (f"over its daily budget (${spent:.4f} spent of ${model.daily_budget_usd:.4f}, "
                 f"this request about ${cost:.4f})")
     return ""
 

@@ -12,7 +12,7 @@ from typing import Any, Literal
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
-from ..core.schema import RequestError
+from ..core.schema import RequestError, check_json_value
 from ..router.precheck import input_tokens
 from ..router.plan import RouterError
 from ..router.router import error_body
@@ -38,9 +38,17 @@ def _error(api: str, error: RouterError | RequestError) -> JSONResponse:
     return JSONResponse(error_body(api, error), status_code=status, headers=headers)
 
 
+async def _chat_body(request: Request) -> Any:
+    """The chat body as JSON, refused by field when it holds what could not be sent on (lone
+    surrogates, NaN, nesting deeper than the schema's limit)."""
+    body = await read_json(request)
+    check_json_value(body, "body")
+    return body
+
+
 async def _chat(request: Request, service: ServiceDep, api: str) -> Response:
     try:
-        body = await read_json(request)
+        body = await _chat_body(request)
         plan = await service.plan_route(api, body, request.state.system1_client)
         reply = await service.answer_route(plan, body, request.headers, request.state.system1_client)
     except (RouterError, RequestError) as exc:
@@ -67,7 +75,7 @@ async def count_tokens(request: Request, service: ServiceDep) -> JSONResponse:
     """Anthropic's token count, answered here with the router's own estimate (which errs high)
     for any model: which model will answer is not known before routing."""
     try:
-        conversation = service.router.conversation("anthropic", await read_json(request))
+        conversation = service.router.conversation("anthropic", await _chat_body(request))
     except (RouterError, RequestError) as exc:
         return _error("anthropic", exc)
     return JSONResponse({"input_tokens": input_tokens(conversation)})
@@ -78,7 +86,7 @@ async def dry_run(request: Request, service: ServiceDep, api: Literal["openai", 
     """The plan for a chat request: model, reason, signals, needs, floor and every candidate
     (a conversation's model is read, never set, by a dry run)."""
     try:
-        plan = await service.plan_route(api, await read_json(request), request.state.system1_client, remember=False)
+        plan = await service.plan_route(api, await _chat_body(request), request.state.system1_client, remember=False)
     except (RouterError, RequestError) as exc:
         return _error(api, exc)
     return JSONResponse(plan.report(), headers=plan.headers(None))
