@@ -10,7 +10,8 @@ loopback port, speaking both documented wire shapes:
 
 Faults are queued per model, each used by one request: `"429"`, `"500"`, `"503"`; `"slow:S"`
 (S seconds before the status); `"break"` (a stream that stops after its first event, the
-connection dropped); `"gate"` (a stream that sends its first event, then waits until the test
+connection dropped); `"echo"` (a 400 that repeats the key it was sent, as some APIs' refusals
+do); `"gate"` (a stream that sends its first event, then waits until the test
 sets `gate`: a router that buffered would never deliver the first event). Every request is kept
 (path, headers, body) for the tests to read, and `GET /_received` lists the models asked;
 `POST /_faults {"model", "faults": [...]}` queues faults from outside the process.
@@ -133,6 +134,9 @@ def app_for(state: HostedChat) -> Starlette:
         fault = state.faults[model].popleft() if state.faults[model] else ""
         if fault.startswith("slow:"):
             await asyncio.sleep(float(fault[5:]))
+        elif fault == "echo":
+            return JSONResponse({"error": {"message": f"bad request for key {presented}", "type": "invalid_request_error"}},
+                                status_code=400)
         elif fault.isdigit():
             return JSONResponse({"error": {"message": f"injected {fault}", "type": "server_error"}}, status_code=int(fault))
         if not body.get("stream"):

@@ -218,3 +218,11 @@ async def test_the_decision_log_has_the_route_and_usage_but_no_prompt_unless_ask
     router.ledger.log.close()
     assert json.loads((tmp_path / "with.jsonl").read_text())["prompt"] == "Why does this test fail?"
     await router.aclose()
+
+
+async def test_an_upstream_refusal_that_echoes_its_key_reaches_the_client_with_the_key_blanked(upstream, tmp_path):
+    upstream.fail("vendor/cheap-1", "echo")  # the fake queues faults by the model name it is sent
+    router, plan, reply = await routed(upstream, tmp_path, chat(), retries=0)
+    assert plan.model == CHEAP and reply.status == 400
+    assert KEY.encode() not in reply.body and b"bad request for key ***" in reply.body
+    await router.aclose()

@@ -128,8 +128,17 @@ def request_body(body: dict[str, Any], api: str, model: ModelEntry | None, effor
     return sent
 
 
+def upstream_key(upstream: Upstream) -> str:
+    return os.environ.get(upstream.api_key_env, "") if upstream.api_key_env else ""
+
+
+def without_key(content: bytes, key: str) -> bytes:
+    """An upstream's refusal with its key blanked (an upstream may echo the key it refused)."""
+    return content.replace(key.encode(), b"***") if len(key) >= 4 else content
+
+
 def upstream_headers(upstream: Upstream, api: str, client_headers: Mapping[str, str]) -> dict[str, str]:
-    key = os.environ.get(upstream.api_key_env, "") if upstream.api_key_env else ""
+    key = upstream_key(upstream)
     headers = {"content-type": "application/json"}
     for name in PASSED_HEADERS:
         if name in client_headers:
@@ -226,5 +235,7 @@ async def forward(client: httpx.AsyncClient, settings: RouterSettings, api: str,
             usage.read(api, response.json())
         except ValueError:
             pass
-        return Forwarded(label, response.status_code, headers, response.content, None, usage, failed)
+        content = response.content if response.status_code < 400 else without_key(response.content,
+                                                                                   upstream_key(upstream))
+        return Forwarded(label, response.status_code, headers, content, None, usage, failed)
     raise AllFailed(failed)
