@@ -150,3 +150,11 @@ async def test_without_a_socket_system1_mcp_bridges_over_http_with_the_bridge_to
                 health = await client.call_tool("system1_health", {})
     assert decided.structured_content["decision"] == "rerun the pipeline"
     assert health.structured_content["status"] == "ok"
+
+
+def test_a_client_that_hung_up_is_told_apart_from_a_session_that_failed():
+    hung_up = mcp_socket.hung_up
+    assert hung_up(anyio.BrokenResourceError()) and hung_up(BrokenPipeError())
+    assert hung_up(ExceptionGroup("wire", [anyio.BrokenResourceError(), ExceptionGroup("inner", [ConnectionResetError()])]))
+    assert not hung_up(ExceptionGroup("wire", [anyio.BrokenResourceError(), ValueError("a bug")]))
+    assert not hung_up(RuntimeError("a bug"))

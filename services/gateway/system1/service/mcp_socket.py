@@ -151,10 +151,11 @@ class LocalMcp:
         try:
             async with stream:
                 await self._serve(stream)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            logger.debug("a local MCP client went away mid-session")
-        except Exception:  # one broken session must not stop the listener
-            logger.exception("local MCP session failed")
+        except Exception as exc:  # one broken session must not stop the listener
+            if hung_up(exc):
+                logger.info("a local MCP client hung up before its answer")
+            else:
+                logger.exception("local MCP session failed")
 
     async def _serve(self, stream: SocketStream) -> None:
         reader = BufferedByteReceiveStream(stream)
@@ -169,6 +170,14 @@ class LocalMcp:
         with self.sessions.local_session(client):
             async with socket_wire(reader, stream, self.max_line_bytes()) as (wire_in, wire_out):
                 await serve_wire(self.build(client), wire_in, wire_out)
+
+
+def hung_up(exc: BaseException) -> bool:
+    """Whether `exc` says only that the client went away (alone, or every error of a group)."""
+    gone = (anyio.BrokenResourceError, anyio.ClosedResourceError, BrokenPipeError, ConnectionResetError)
+    if isinstance(exc, BaseExceptionGroup):
+        return exc.split(gone)[1] is None
+    return isinstance(exc, gone)
 
 
 def _line(item: SessionMessage) -> bytes:
