@@ -128,7 +128,11 @@ images:  ## build the stack's images (reuses the base image and wheels that exis
 	$(if $(filter 1,$(OFFLINE)),deploy/images/prepare-offline.sh,true)
 	$(STACK) build
 
-up: images  ## start the stack and wait until it is healthy
+# Where the cloud tiers' keys go: made from .env.example once, never overwritten, ignored by git.
+.env:
+	cp .env.example $@
+
+up: .env images  ## start the stack and wait until it is healthy (creates .env from .env.example when missing)
 	docker rm -f system1-gateway system1-systemone system1-metrics >/dev/null 2>&1 || true
 	$(STACK) up -d
 	deploy/images/wait-healthy.sh system1-systemone system1-gateway system1-metrics
