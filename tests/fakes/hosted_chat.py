@@ -11,7 +11,8 @@ loopback port, speaking both documented wire shapes:
 Faults are queued per model, each used by one request: `"429"`, `"500"`, `"503"`; `"slow:S"`
 (S seconds before the status); `"break"` (a stream that stops after its first event, the
 connection dropped); `"echo"` (a 400 that repeats the key it was sent, as some APIs' refusals
-do); `"gate"` (a stream that sends its first event, then waits until the test
+do); `"notjson"` (a 200 whose body is an HTML page); `"big:N"` (an answer, or with `stream` one
+event, padded to N bytes); `"gate"` (a stream that sends its first event, then waits until the test
 sets `gate`: a router that buffered would never deliver the first event). Every request is kept
 (path, headers, body) for the tests to read, and `GET /_received` lists the models asked;
 `POST /_faults {"model", "faults": [...]}` queues faults from outside the process.
@@ -137,10 +138,14 @@ def app_for(state: HostedChat) -> Starlette:
         elif fault == "echo":
             return JSONResponse({"error": {"message": f"bad request for key {presented}", "type": "invalid_request_error"}},
                                 status_code=400)
+        elif fault == "notjson":
+            return Response("<html><body>Bad gateway</body></html>", media_type="text/html")
         elif fault.isdigit():
             return JSONResponse({"error": {"message": f"injected {fault}", "type": "server_error"}}, status_code=int(fault))
+        pad = "x" * int(fault[4:]) if fault.startswith("big:") else ""
         if not body.get("stream"):
-            return JSONResponse(_anthropic_message(model) if api == "anthropic" else _openai_message(model))
+            answer = _anthropic_message(model) if api == "anthropic" else _openai_message(model)
+            return JSONResponse({**answer, "pad": pad} if pad else answer)
         events = _anthropic_events(model) if api == "anthropic" else \
             _openai_events(model, bool((body.get("stream_options") or {}).get("include_usage")))
 
@@ -150,6 +155,8 @@ def app_for(state: HostedChat) -> Starlette:
                 raise _Broken
             if fault == "gate":
                 await asyncio.to_thread(state.gate.wait, 60)
+            if pad:
+                yield f"data: {json.dumps({'pad': pad})}\n\n".encode()
             for event in events[1:]:
                 yield event.encode()
 

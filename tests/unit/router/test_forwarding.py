@@ -226,3 +226,23 @@ async def test_an_upstream_refusal_that_echoes_its_key_reaches_the_client_with_t
     assert plan.model == CHEAP and reply.status == 400
     assert KEY.encode() not in reply.body and b"bad request for key ***" in reply.body
     await router.aclose()
+
+
+async def test_a_success_that_is_not_json_falls_through_to_the_next_candidate(upstream, tmp_path):
+    upstream.fail("vendor/cheap-1", "notjson")
+    router, plan, reply = await routed(upstream, tmp_path, chat())
+    assert plan.model == CHEAP and reply.status == 200 and reply.headers["x-router-model"] != CHEAP
+    assert reply.headers["x-router-failed"] == CHEAP and json.loads(reply.body)["choices"]
+    await router.aclose()
+
+
+async def test_an_answer_over_the_size_bound_falls_through_and_a_stream_event_over_it_ends_the_stream(upstream, tmp_path):
+    upstream.fail("vendor/cheap-1", "big:100000")
+    router, _, reply = await routed(upstream, tmp_path, chat(), max_answer_bytes=65_536)
+    assert reply.headers["x-router-failed"] == CHEAP and len(reply.body) < 65_536
+    await router.aclose()
+    upstream.fail("vendor/cheap-1", "big:100000")
+    router, _, reply = await routed(upstream, tmp_path, chat(stream=True), max_answer_bytes=65_536)
+    body = await collect(reply)
+    assert b"an event of its stream is over 65536 bytes" in body and b"x" * 100_000 not in body
+    await router.aclose()

@@ -236,6 +236,8 @@ class RouterSettings(_Table):
     reasoning_effort: list[Effort] = Field(default_factory=lambda: ["low", "low", "medium", "high"])
     #: The largest chat request body, in bytes (a long agent conversation runs to megabytes).
     max_body_bytes: int = Field(default=32 * 1_048_576, ge=1024, le=512 * 1_048_576)
+    #: The largest upstream answer read whole, and the largest event of a stream, in bytes.
+    max_answer_bytes: int = Field(default=16 * 1_048_576, ge=65_536, le=1_073_741_824)
     #: Where a model name that is neither an alias nor a catalogue id is passed through ("" : refused).
     passthrough_upstream: str = ""
     #: Regions whose national phone-number format the pre-check knows (e.g. ["US", "FR"]).

@@ -65,18 +65,26 @@ def _count(value: Any, default: int) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else default
 
 
+class Oversized(Exception):
+    """An upstream's answer, or one event of its stream, is larger than `max_answer_bytes`."""
+
+
 class StreamUsage:
     """Reads usage from server-sent events as they pass, line by line, keeping only the last
-    partial line (an event's JSON is never held whole beyond its line)."""
+    partial line (an event's JSON is never held whole beyond its line), of at most `max_line`
+    bytes."""
 
-    def __init__(self, api: str, usage: Usage) -> None:
+    def __init__(self, api: str, usage: Usage, max_line: int) -> None:
         self.api = api
         self.usage = usage
+        self.max_line = max_line
         self._partial = b""
 
     def feed(self, chunk: bytes) -> None:
         lines = (self._partial + chunk).split(b"\n")
         self._partial = lines.pop()
+        if max(map(len, lines), default=0) > self.max_line or len(self._partial) > self.max_line:
+            raise Oversized(f"an event of its stream is over {self.max_line} bytes")
         for line in lines:
             if line.startswith(b"data:") and b'"usage"' in line:
                 try:
@@ -158,6 +166,23 @@ def missing_key(settings: RouterSettings) -> dict[str, str]:
             if settings.upstreams[m.upstream].api_key_env and not os.environ.get(settings.upstreams[m.upstream].api_key_env)}
 
 
+def _why(exc: Exception) -> str:
+    if isinstance(exc, Oversized):
+        return str(exc)
+    return "no answer in time" if isinstance(exc, (TimeoutError, httpx.TimeoutException)) else "unreachable"
+
+
+async def _read_at_most(response: httpx.Response, limit: int) -> bytes:
+    """The whole answer, or `Oversized` as soon as it passes `limit` bytes."""
+    chunks, size = [], 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > limit:
+            raise Oversized(f"its answer is over {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
 async def _first_chunk(response: httpx.Response) -> tuple[bytes, AsyncIterator[bytes]]:
     chunks = response.aiter_raw()
     try:
@@ -187,6 +212,9 @@ async def _relay(first: bytes, rest: AsyncIterator[bytes], response: httpx.Respo
             yield chunk
     except (httpx.HTTPError, TimeoutError) as exc:
         forwarded.broken = f"the stream broke after it started ({type(exc).__name__})"
+        yield stream_error(api, f"{forwarded.model}: {forwarded.broken}")
+    except Oversized as exc:
+        forwarded.broken = str(exc)
         yield stream_error(api, f"{forwarded.model}: {forwarded.broken}")
     finally:
         await response.aclose()
@@ -218,24 +246,26 @@ async def forward(client: httpx.AsyncClient, settings: RouterSettings, api: str,
                 if stream and response.status_code < 300:
                     first, rest = await _first_chunk(response)
                 else:
-                    await response.aread()
-        except (httpx.HTTPError, TimeoutError) as exc:
+                    content = await _read_at_most(response, settings.max_answer_bytes)
+        except (httpx.HTTPError, TimeoutError, Oversized) as exc:
             if response is not None:
                 await response.aclose()
-            why = "no answer in time" if isinstance(exc, (TimeoutError, httpx.TimeoutException)) else "unreachable"
-            failed.append(Attempted(label, why))
+            failed.append(Attempted(label, _why(exc)))
             continue
         usage = Usage()
         headers = {"content-type": response.headers.get("content-type", "application/json")}
         if stream and response.status_code < 300:
             forwarded = Forwarded(label, response.status_code, headers, None, None, usage, failed)
-            forwarded.stream = _relay(first, rest, response, StreamUsage(api, usage), forwarded, api)
+            forwarded.stream = _relay(first, rest, response, StreamUsage(api, usage, settings.max_answer_bytes),
+                                      forwarded, api)
             return forwarded
         try:
-            usage.read(api, response.json())
+            usage.read(api, json.loads(content))
         except ValueError:
-            pass
-        content = response.content if response.status_code < 400 else without_key(response.content,
-                                                                                   upstream_key(upstream))
+            if response.status_code < 300:  # a success the client's SDK could not read: the next candidate
+                failed.append(Attempted(label, "its answer is not JSON"))
+                continue
+        if response.status_code >= 400:
+            content = without_key(content, upstream_key(upstream))
         return Forwarded(label, response.status_code, headers, content, None, usage, failed)
     raise AllFailed(failed)
