@@ -150,14 +150,18 @@ def test_the_overlay_is_laid_over_the_catalogue_and_a_broken_one_is_skipped(tmp_
     document["skills"]["gone/model"] = {"chat": 0.5}
     write_skills(tmp_path / "router" / "skills.json", document)
     with caplog.at_level(logging.WARNING):
-        loaded = load_overlay(settings, tmp_path)
-    assert loaded.model(TOP).skill("security") == 0.45 and loaded.model(TOP).skill("chat") == 0.9
+        loaded, problem = load_overlay(settings, tmp_path)
+    assert problem is None and loaded.model(TOP).skill("security") == 0.45 and loaded.model(TOP).skill("chat") == 0.9
     assert loaded.model(CHEAP).skill("debugging") == 0.6 and "gone/model is not in the catalogue" in caplog.text
     assert read_skills(tmp_path / "router" / "skills.json")[TOP] == {"security": 0.45}
     (tmp_path / "router" / "skills.json").write_text('{"skills": {"cloud/top": {"chat": 7}}}')
     with caplog.at_level(logging.ERROR):
-        assert load_overlay(settings, tmp_path).model(TOP).skill("chat") == 0.9
-    assert "skills.cloud/top.chat: must be a number between 0 and 1" in caplog.text
+        loaded, problem = load_overlay(settings, tmp_path)
+    assert loaded.model(TOP).skill("chat") == 0.9
+    assert "skills.cloud/top.chat: must be a number between 0 and 1" in caplog.text and "cloud/top.chat" in problem
+    (tmp_path / "router" / "skills.json").write_text('{"skills": ' + "[" * 200_000 + "]" * 200_000 + "}")
+    loaded, problem = load_overlay(settings, tmp_path)
+    assert loaded.model(TOP).skill("chat") == 0.9 and "skills.json: nested too deeply to read" in problem
 
 
 def test_rotated_logs_are_read_oldest_first_and_bad_lines_counted(tmp_path):

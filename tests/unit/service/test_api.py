@@ -197,7 +197,7 @@ async def test_reload_swaps_the_config_and_a_broken_one_keeps_the_old(tmp_path):
         assert (await http.post("/v1/decide", json=SEED)).json()["confidence"] == 0.9
         svc.config_path.write_text(MOCK + "[providers.mock]\nconfidence = 0.7\n")
         reloaded = await http.post("/v1/reload", json={})
-        assert reloaded.status_code == 200 and reloaded.json() == {"reloaded": True, "errors": []}
+        assert reloaded.status_code == 200 and reloaded.json() == {"reloaded": True, "errors": [], "skipped": []}
         assert (await http.post("/v1/decide", json=SEED)).json()["confidence"] == 0.7
 
         svc.config_path.write_text("[gateway]\ntimeout_s = -5\n")
@@ -302,3 +302,21 @@ async def test_a_service_started_again_after_a_stop_has_open_engines(tmp_path):
         assert service.gateway is not first and not service.gateway.providers["systemone"]._client.is_closed
     finally:
         await service.stop()
+
+
+@pytest.mark.anyio
+async def test_learned_files_too_deep_to_read_are_skipped_by_name_and_the_service_runs_without_them(tmp_path):
+    deep = "[" * 200_000 + "]" * 200_000
+    state = tmp_path / "state"
+    (state / "router").mkdir(parents=True)
+    for name in ("calibration.json", "heads.json", "router/skills.json"):
+        (state / name).write_text(deep)
+    async with in_process(tmp_path, MOCK + "[router]\nenabled = true\n") as svc:
+        health = (await svc.http.get("/v1/health")).json()
+        assert (await svc.http.post("/v1/decide", json=SEED)).json()["status"] == "decided"
+        reloaded = (await svc.http.post("/v1/reload", json={})).json()
+    assert health["status"] == "ok"
+    named = [*health["calibration_errors"], *health["heads_errors"], *health["router_skills_errors"]]
+    assert reloaded["reloaded"] and reloaded["skipped"] == named and len(named) == 3
+    for name, message in zip(("calibration.json", "heads.json", "skills.json"), named):
+        assert message.startswith(str(state)) and name in message and "nested too deeply to read" in message

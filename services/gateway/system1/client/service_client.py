@@ -151,7 +151,8 @@ class ServiceClient:
         return self._ok(await self._send("GET", "/v1/capabilities"))
 
     async def reload(self) -> dict[str, Any]:
-        """`{"reloaded": bool, "errors": [...]}`; a refused reload (409) is an answer, not an error."""
+        """`{"reloaded": bool, "errors": [...], "skipped": [...]}` (skipped: learned files that could
+        not be used); a refused reload (409) is an answer, not an error."""
         return self._ok(await self._send("POST", "/v1/reload", json={}, timeout=30), also=(409,))
 
     # -- plumbing ----------------------------------------------------------------------------

@@ -29,7 +29,8 @@ def refit(args: argparse.Namespace) -> int:
     decisions = read_logs(Path(args.log) if args.log else catalogue.decision_log(install))
     outcomes = read_logs(Path(args.outcomes) if args.outcomes else outcome_log_path(catalogue, install))
     tallies, skipped = evidence(decisions.entries, outcomes.entries, catalogue.outcomes.retry_window_s)
-    fitted = fit(catalogue, load_overlay(catalogue, config.learned_dir), tallies, args.prior_strength)
+    current, _ = load_overlay(catalogue, config.learned_dir)  # a broken overlay: refit from the guesses
+    fitted = fit(catalogue, current, tallies, args.prior_strength)
     document = overlay(fitted, args.prior_strength)
     if args.json:
         print(json.dumps({**document, "refitted": [{"model": f.model, "topic": f.topic, "guess": f.guess,

@@ -42,8 +42,9 @@ def read_all(cls: type[F], paths: list[tuple[str, Path | None]], what: str) -> t
             continue
         try:
             found.append((name, path, cls.model_validate(json.loads(path.read_text(encoding="utf-8")))))
-        except (OSError, ValueError, ValidationError) as exc:
-            message = f"{path}: {what} ignored: {exc}".replace("\n", " ")
+        except (OSError, ValueError, ValidationError, RecursionError) as exc:
+            why = "nested too deeply to read" if isinstance(exc, RecursionError) else exc
+            message = f"{path}: {what} ignored: {why}".replace("\n", " ")
             logger.warning("%s", message)
             errors.append(message)
     return found, errors

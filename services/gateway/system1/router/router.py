@@ -61,11 +61,13 @@ class Router:
         self.ledger = Ledger(settings, observer, self.spend, self.outcomes)
         self.settings = settings
         self.sticky = Sticky(settings.sticky_ttl_s)
+        #: What is wrong with the refitted skills overlay, when it was skipped.
+        self.skills_error: str | None = None
         self.configure(settings)
 
     def configure(self, settings: RouterSettings) -> None:
         """Take new settings (with the refitted skills overlay laid over the catalogue)."""
-        settings = load_overlay(settings, self.learned_dir)
+        settings, self.skills_error = load_overlay(settings, self.learned_dir)
         self.settings = self.ledger.settings = settings
         self.sticky.ttl_s = settings.sticky_ttl_s
         path = settings.decision_log(self.install_dir)

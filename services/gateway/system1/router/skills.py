@@ -35,6 +35,8 @@ def read_skills(path: Path) -> dict[str, dict[str, float]]:
         raise ValueError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except ValueError as exc:
         raise ValueError(f"{path}: not JSON ({exc})") from None
+    except RecursionError:
+        raise ValueError(f"{path}: nested too deeply to read") from None
     skills = data.get("skills") if isinstance(data, dict) else None
     if not isinstance(skills, dict):
         raise ValueError(f"{path}: has no \"skills\" object")
@@ -65,16 +67,17 @@ def apply_skills(settings: RouterSettings, skills: dict[str, dict[str, float]]) 
     return settings.model_copy(update={"models": models})
 
 
-def load_overlay(settings: RouterSettings, learned_dir: Path) -> RouterSettings:
-    """The settings with the overlay applied where there is one (a broken one is logged and skipped)."""
+def load_overlay(settings: RouterSettings, learned_dir: Path) -> tuple[RouterSettings, str | None]:
+    """The settings with the overlay applied where there is one; a broken one is skipped, and
+    what is wrong with it said (and logged)."""
     path = skills_path(settings, learned_dir)
     if not settings.enabled or not path.exists():
-        return settings
+        return settings, None
     try:
-        return apply_skills(settings, read_skills(path))
+        return apply_skills(settings, read_skills(path)), None
     except ValueError as exc:
         logger.error("router skills overlay skipped, the catalogue's skills stand: %s", exc)
-        return settings
+        return settings, f"{exc} (the router skills overlay is ignored)"
 
 
 def write_skills(path: Path, document: dict[str, Any]) -> None:

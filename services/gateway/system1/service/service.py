@@ -150,7 +150,13 @@ class Service:
         self._configure_edges(config)
         await old.close_when_idle()
         logger.info("config, calibration fits and learned heads reloaded from %s", config.path or "defaults")
-        return {"reloaded": True, "errors": []}
+        return {"reloaded": True, "errors": [], "skipped": self.skipped_files()}
+
+    def skipped_files(self) -> list[str]:
+        """The learned files that could not be used (fits, heads, the router's skills), each
+        naming the file and why; the service runs without them."""
+        gateway, router = self.gateway, self.router
+        return [*gateway.calibrator.errors, *gateway.heads.errors, *filter(None, [router.skills_error])]
 
     @contextlib.asynccontextmanager
     async def _use(self) -> AsyncIterator[Gateway]:
@@ -200,6 +206,7 @@ class Service:
         async with self._use() as gateway:
             report = await health_report(gateway, max_age_s=2 * self.config.settings.service.health_interval_s)
         report["reload_errors"] = list(self.reload_errors)
+        report["router_skills_errors"] = [self.router.skills_error] if self.router.skills_error else []
         report["auth_errors"] = list(self.key_errors)
         report["routing"] = await self.hook.health(self.config.settings.routing)
         return report
