@@ -210,7 +210,8 @@ async def test_the_decision_log_has_the_route_and_usage_but_no_prompt_unless_ask
     router.ledger.log.close()
     [entry] = [json.loads(line) for line in router.ledger.log.path.read_text().splitlines()]
     assert entry["model"] == CHEAP and entry["reason"] == plan.reason and entry["usage"] == {"input_tokens": 11,
-                                                                                             "output_tokens": 7}
+                                                                                             "output_tokens": 7,
+                                                                                             "estimated": False}
     assert entry["cost_usd"] > 0 and entry["signals"]["primary"] == "debugging" and "prompt" not in entry
     assert "Why does this test fail" not in router.ledger.log.path.read_text()
     await router.aclose()
@@ -245,4 +246,15 @@ async def test_an_answer_over_the_size_bound_falls_through_and_a_stream_event_ov
     router, _, reply = await routed(upstream, tmp_path, chat(stream=True), max_answer_bytes=65_536)
     body = await collect(reply)
     assert b"an event of its stream is over 65536 bytes" in body and b"x" * 100_000 not in body
+    await router.aclose()
+
+
+async def test_a_stream_whose_client_set_its_own_stream_options_is_charged_by_what_it_sent(upstream, tmp_path):
+    router, plan, reply = await routed(upstream, tmp_path, chat(stream=True, stream_options={}))
+    body = await collect(reply)
+    assert b'"usage"' not in body  # the upstream was not asked for usage, and reported none
+    router.ledger.log.close()
+    [entry] = [json.loads(line) for line in router.ledger.log.path.read_text().splitlines()]
+    assert entry["usage"]["estimated"] and entry["usage"]["input_tokens"] == plan.check.needs.input_tokens
+    assert entry["usage"]["output_tokens"] >= len(body) // 3 and router.spend.today[CHEAP] == entry["cost_usd"] > 0
     await router.aclose()

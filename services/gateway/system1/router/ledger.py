@@ -51,6 +51,8 @@ class Ledger:
                checks: Sequence[Verdict] = (), unreached: Sequence[Attempted] = ()) -> None:
         """Charge, count and log an answer; `unreached`: stronger models that failed when
         escalated to, logged with the failures (refit counts them) but not said to the client."""
+        if forwarded.usage.estimated:  # what was sent is known here, not where the stream was read
+            forwarded.usage.input_tokens = plan.check.needs.input_tokens
         cost = sum(self._charge(f) for f in [*earlier, forwarded])
         if plan.key is not None:  # a routed request (not a pass-through): its turn may come again
             self.outcomes.answered(client, plan.conversation, plan.request_id, forwarded.model)

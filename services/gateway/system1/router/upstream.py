@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from typing import Any
 import httpx
 
 from ..core.router_config import ModelEntry, RouterSettings, Upstream
+from .precheck import CHARS_PER_TOKEN
 
 PATHS = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages"}
 #: Client headers an upstream needs to read the request as sent (Anthropic's version and betas).
@@ -38,6 +40,8 @@ RETRIED = frozenset({429, 500, 502, 503, 504, 529})
 class Usage:
     input_tokens: int = 0
     output_tokens: int = 0
+    #: Counted by the router (a stream that reported no usage), not reported by the upstream.
+    estimated: bool = False
 
     def cost(self, model: ModelEntry) -> float:
         return (self.input_tokens * model.price.input + self.output_tokens * model.price.output) / 1e6
@@ -79,8 +83,10 @@ class StreamUsage:
         self.usage = usage
         self.max_line = max_line
         self._partial = b""
+        self._seen = 0
 
     def feed(self, chunk: bytes) -> None:
+        self._seen += len(chunk)
         lines = (self._partial + chunk).split(b"\n")
         self._partial = lines.pop()
         if max(map(len, lines), default=0) > self.max_line or len(self._partial) > self.max_line:
@@ -91,6 +97,13 @@ class StreamUsage:
                     self.usage.read(self.api, json.loads(line[5:]))
                 except ValueError:
                     pass
+
+    def close(self) -> None:
+        """At the stream's end: a stream that reported no usage (a client that set its own
+        `stream_options`) is charged by what it sent, erring high (its framing counts too)."""
+        if not (self.usage.input_tokens or self.usage.output_tokens):
+            self.usage.output_tokens = math.ceil(self._seen / CHARS_PER_TOKEN)
+            self.usage.estimated = True
 
 
 @dataclass
@@ -217,6 +230,7 @@ async def _relay(first: bytes, rest: AsyncIterator[bytes], response: httpx.Respo
         forwarded.broken = str(exc)
         yield stream_error(api, f"{forwarded.model}: {forwarded.broken}")
     finally:
+        tap.close()
         await response.aclose()
 
 
