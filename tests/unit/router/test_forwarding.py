@@ -258,3 +258,22 @@ async def test_a_stream_whose_client_set_its_own_stream_options_is_charged_by_wh
     assert entry["usage"]["estimated"] and entry["usage"]["input_tokens"] == plan.check.needs.input_tokens
     assert entry["usage"]["output_tokens"] >= len(body) // 3 and router.spend.today[CHEAP] == entry["cost_usd"] > 0
     await router.aclose()
+
+
+async def test_requests_at_the_same_time_cannot_overshoot_a_budget_together(upstream, tmp_path):
+    # TOP's budget ($0.0161) holds two answers of up to 900 tokens (about $0.0073 each at most).
+    router = router_for(catalogue(upstream.url), tmp_path)
+    body = {**chat(max_tokens=900), "model": TOP}
+
+    async def one() -> int:
+        try:
+            plan = await plan_with(router, "openai", body, "alice", Scripted())
+            return (await router.answer(plan, body, {}, "alice")).status
+        except RouterError as exc:
+            assert "over its daily budget" in exc.message
+            return exc.status
+
+    statuses = await asyncio.gather(*(one() for _ in range(50)))
+    assert statuses.count(200) == 2 and statuses.count(429) == 48
+    assert router.spend.today[TOP] <= 0.0161 and router.spend.reserved == {}
+    await router.aclose()

@@ -116,7 +116,7 @@ class Router:
         return READERS[api](body)
 
     def _live(self, settings: RouterSettings) -> Live:
-        return Live(dict(self.in_flight.counts), dict(self.spend.today), missing_key(settings))
+        return Live(dict(self.in_flight.counts), self.spend.committed(), missing_key(settings))
 
     async def plan(self, api: str, body: Any, client: str, remember: bool = True) -> Plan:
         """The plan for a chat request, its decision asked of the borrowed core. A dry run
@@ -179,11 +179,17 @@ class Router:
         applies, its verdicts asked of the borrowed core."""
         stream = plan.conversation.stream
         started = time.perf_counter()
+        reserved = self._reserve(plan, body)
         self.in_flight.acquire(plan.model)
+
+        def done() -> None:
+            self.in_flight.release(plan.model)
+            self.spend.release(plan.model, reserved)
+
         try:
             forwarded = await forward(self.client, self.settings, plan.api, body, headers, plan.order, stream)
         except AllFailed as exc:
-            self.in_flight.release(plan.model)
+            done()
             self.ledger.fell_through(exc.failed)
             failed = [f"{a.model} ({a.why})" for a in exc.failed]
             self.ledger.record(plan, client, None, time.perf_counter() - started, exc.failed)
@@ -196,7 +202,7 @@ class Router:
             if plan.route is not None and applies(self.settings, stream, headers):
                 earlier, forwarded, checks, unreached = await escalate(
                     self.client, self.settings, self.ledger, plan, body, headers, forwarded, self._judge(plan, client))
-            self.in_flight.release(plan.model)
+            done()
             stay_with(self.sticky, plan, forwarded, earlier)
             self.ledger.finish(plan, client, forwarded, time.perf_counter() - started, earlier, checks, unreached)
             return Reply(forwarded.status, {**forwarded.headers, **plan.headers(forwarded, earlier, checks)},
@@ -210,10 +216,24 @@ class Router:
                     yield chunk
             finally:  # also when the client hangs up: the upstream stream is closed with it
                 await forwarded.stream.aclose()
-                self.in_flight.release(plan.model)
+                done()
                 self.ledger.finish(plan, client, forwarded, time.perf_counter() - started)
 
         return Reply(forwarded.status, reply_headers, None, relay())
+
+    def _reserve(self, plan: Plan, body: dict[str, Any]) -> float:
+        """Hold what the answer may cost at most (its prompt, and `max_tokens` or the route's
+        estimate of the answer) against its model's budget while it is in flight, so requests
+        at the same time cannot overshoot it together; a model they would put over it is refused."""
+        model = self.settings.model(plan.model)
+        if model is None or model.daily_budget_usd is None:
+            return 0.0
+        cost = est_cost(model, plan.check.needs.input_tokens, answer_tokens(self.settings, plan, body))
+        refusal = over_budget(model, self._live(self.settings), cost)
+        if refusal:
+            raise RouterError(429, "rate_limit_error", f"model: {model.id!r} is {refusal}")
+        self.spend.reserve(model.id, cost)
+        return cost
 
     def _judge(self, plan: Plan, client: str) -> Judge:
         """The verdict on an answer, from `[router.check]`'s engine through the borrowed core."""
@@ -242,6 +262,17 @@ def passthrough(settings: RouterSettings, conversation: Conversation, check: Pre
     if refusal:
         raise RouterError(429, "rate_limit_error", f"model: {conversation.model!r} is {refusal}")
     return model, upstream, ""
+
+
+def answer_tokens(settings: RouterSettings, plan: Plan, body: dict[str, Any]) -> int:
+    """The most the answer may run to: the client's `max_tokens` (or `max_completion_tokens`),
+    else the estimate for the route's complexity, else the largest estimate."""
+    for key in ("max_completion_tokens", "max_tokens"):
+        value = body.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    estimates = settings.est_output_tokens
+    return estimates[plan.route.complexity] if plan.route is not None else max(estimates)
 
 
 def stay_with(sticky: Sticky, plan: Plan, forwarded: Forwarded, earlier: Sequence[Forwarded]) -> None:

@@ -80,6 +80,8 @@ class Spend:
         self._day = day
         self._date, self._spent = self._load()
         self._pending: asyncio.TimerHandle | None = None
+        #: What the answers in flight may cost at most, per model, until their usage is known.
+        self.reserved: dict[str, float] = {}
 
     def _load(self) -> tuple[date, dict[str, float]]:
         try:
@@ -97,6 +99,25 @@ class Spend:
         if self._date != self._day():
             self._date, self._spent = self._day(), {}
         return self._spent
+
+    def committed(self) -> dict[str, float]:
+        """Today's spend with what the answers in flight may still cost: what a budget is held to."""
+        spent = dict(self.today)
+        for model, usd in self.reserved.items():
+            spent[model] = spent.get(model, 0.0) + usd
+        return spent
+
+    def reserve(self, model: str, usd: float) -> None:
+        self.reserved[model] = self.reserved.get(model, 0.0) + usd
+
+    def release(self, model: str, usd: float) -> None:
+        if usd <= 0:
+            return
+        left = self.reserved.get(model, 0.0) - usd
+        if left > 1e-12:
+            self.reserved[model] = left
+        else:
+            self.reserved.pop(model, None)
 
     def add(self, model: str, usd: float) -> None:
         if usd <= 0:
