@@ -27,7 +27,8 @@ def config(upstream_url: str, keys_file: str) -> str:
     models = [{"id": CHEAP, "upstream": "cloud", "name": "vendor/cheap-1", "price": {"in": 0.5, "out": 1.5},
                "default_skill": 0.6},
               {"id": "cloud/top", "upstream": "cloud", "price": {"in": 5, "out": 25}, "default_skill": 0.95}]
-    return router_toml({"cloud": cloud}, models, private="ignore") + f'[service]\napi_keys_file = "{keys_file}"\n'
+    return (router_toml({"cloud": cloud}, models, private="ignore", passthrough_upstream="cloud")
+            + f'[service]\napi_keys_file = "{keys_file}"\n')
 
 
 @pytest.fixture
@@ -151,3 +152,14 @@ def test_a_stream_broken_after_it_started_is_an_error_in_each_sdk_not_a_cut_answ
     with anthropic_client(gateway.url) as client, pytest.raises(anthropic.APIStatusError, match="the stream broke"):
         with client.messages.stream(model="auto", max_tokens=64, messages=MESSAGES) as stream:
             "".join(stream.text_stream)
+
+
+@pytest.mark.parametrize("name", ["vendor/model\r\nX-Injected: 1", "modèle-ü", "模型-7b"])
+def test_a_passed_through_model_name_that_is_no_header_text_still_gets_its_error_when_the_upstream_fails(stack, name):
+    gateway, upstream = stack
+    upstream.fail(name, "503")
+    with openai_client(gateway.url) as client, pytest.raises(openai.APIStatusError) as caught:
+        client.chat.completions.create(model=name, messages=MESSAGES)
+    failed = caught.value.response.headers["x-router-failed"]
+    assert caught.value.status_code == 502 and "every candidate failed" in caught.value.message
+    assert failed.isascii() and "\r" not in failed and "\n" not in failed and "x-injected" not in caught.value.response.headers

@@ -14,7 +14,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from ..core.schema import RequestError, check_json_value
 from ..router.precheck import input_tokens
-from ..router.plan import RouterError
+from ..router.plan import RouterError, header_value
 from ..router.router import error_body
 from .routes import NOT_JSON, REFUSALS, ServiceDep, read_json
 
@@ -34,7 +34,8 @@ router_routes = APIRouter(responses=REFUSALS | NOT_JSON)
 
 def _error(api: str, error: RouterError | RequestError) -> JSONResponse:
     status = error.status if isinstance(error, RouterError) else 400
-    headers = {"x-router-failed": ", ".join(error.failed)} if isinstance(error, RouterError) and error.failed else None
+    failed = isinstance(error, RouterError) and error.failed
+    headers = {"x-router-failed": header_value(", ".join(error.failed))} if failed else None
     return JSONResponse(error_body(api, error), status_code=status, headers=headers)
 
 
