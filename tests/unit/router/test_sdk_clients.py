@@ -27,7 +27,8 @@ def config(upstream_url: str, keys_file: str) -> str:
     models = [{"id": CHEAP, "upstream": "cloud", "name": "vendor/cheap-1", "price": {"in": 0.5, "out": 1.5},
                "default_skill": 0.6},
               {"id": "cloud/top", "upstream": "cloud", "price": {"in": 5, "out": 25}, "default_skill": 0.95}]
-    return (router_toml({"cloud": cloud}, models, private="ignore", passthrough_upstream="cloud")
+    return (router_toml({"cloud": cloud}, models, private="ignore", passthrough_upstream="cloud",
+                        max_body_bytes=65_536)
             + f'[service]\napi_keys_file = "{keys_file}"\n')
 
 
@@ -163,3 +164,25 @@ def test_a_passed_through_model_name_that_is_no_header_text_still_gets_its_error
     failed = caught.value.response.headers["x-router-failed"]
     assert caught.value.status_code == 502 and "every candidate failed" in caught.value.message
     assert failed.isascii() and "\r" not in failed and "\n" not in failed and "x-injected" not in caught.value.response.headers
+
+
+def test_the_gateways_own_refusals_on_the_chat_routes_raise_each_sdks_own_errors(stack):
+    gateway, _ = stack
+    with openai_client(gateway.url, key="not-a-key") as client, pytest.raises(openai.AuthenticationError) as caught:
+        client.chat.completions.create(model="auto", messages=MESSAGES)
+    assert caught.value.body["type"] == "authentication_error" and "unauthorized" in caught.value.message
+    with anthropic_client(gateway.url, key="not-a-key") as client, pytest.raises(anthropic.AuthenticationError) as caught:
+        client.messages.create(model="auto", max_tokens=64, messages=MESSAGES)
+    assert "unauthorized" in str(caught.value)
+    huge = [{"role": "user", "content": "x" * 70_000}]
+    with openai_client(gateway.url) as client, pytest.raises(openai.APIStatusError) as too_large:
+        client.chat.completions.create(model="auto", messages=huge)
+    assert too_large.value.status_code == 413 and "larger than 65536 bytes" in too_large.value.message
+    with anthropic_client(gateway.url) as client, pytest.raises(anthropic.APIStatusError) as too_large:
+        client.messages.create(model="auto", max_tokens=64, messages=huge)
+    assert too_large.value.status_code == 413 and too_large.value.body["error"]["type"] == "request_too_large"
+    headers = {"authorization": f"Bearer {GATEWAY_KEY}"}
+    untyped = httpx.post(f"{gateway.url}/v1/messages", content=b"{}", headers={**headers, "content-type": "text/plain"})
+    from_page = httpx.post(f"{gateway.url}/v1/chat/completions", json={}, headers={**headers, "origin": "https://evil.test"})
+    assert untyped.status_code == 415 and untyped.json()["type"] == "error" and untyped.json()["error"]["message"]
+    assert from_page.status_code == 403 and from_page.json()["error"]["type"] == "permission_error"

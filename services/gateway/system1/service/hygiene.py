@@ -14,6 +14,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ..core.schema import ErrorCode, error_response
 from ..client import headers as h
 from ..client.token import BRIDGE
+from ..router.plan import RouterError
+from ..router.router import error_body
 from .auth import host_allowed, valid_name
 from .service import Service
 
@@ -32,14 +34,26 @@ JSON_POSTS = frozenset({"/v1/decide", "/v1/route", "/v1/features", "/v1/reload",
                         "/v1/embed", "/v1/routing/labels", "/v1/router/feedback", *CHAT_PATHS})
 
 
-def _refuse(code: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
-    return envelope(ErrorCode.INVALID_REQUEST, message, code, headers)
+#: On the chat routes, the error type each refusal has in the client API's shape.
+CHAT_ERROR_TYPES = {401: "authentication_error", 403: "permission_error", 413: "request_too_large",
+                    415: "invalid_request_error", 500: "api_error", 503: "api_error"}
 
 
 def envelope(code: ErrorCode, message: str, status: int, headers: dict[str, str] | None = None) -> JSONResponse:
     """An HTTP-level failure as the schema v1 envelope."""
     body = error_response(code, message).model_dump(mode="json")
     return JSONResponse(body, status_code=status, headers=headers)
+
+
+def refusal(path: str, status: int, message: str, code: ErrorCode = ErrorCode.INVALID_REQUEST,
+            headers: dict[str, str] | None = None) -> JSONResponse:
+    """An HTTP-level failure: on the chat routes in the client API's own error shape (so its SDK
+    raises its usual exception), elsewhere as the schema v1 envelope."""
+    if path not in CHAT_PATHS:
+        return envelope(code, message, status, headers)
+    api = "anthropic" if path.startswith("/v1/messages") else "openai"
+    error = RouterError(status, CHAT_ERROR_TYPES.get(status, "invalid_request_error"), message)
+    return JSONResponse(error_body(api, error), status_code=status, headers=headers)
 
 
 class _BodyTooLarge(Exception):
@@ -67,9 +81,9 @@ class Hygiene:
             await self.app(scope, receive, send)
             return
         headers = Headers(scope=scope)
-        refusal = self._refusal(scope, headers)
-        if refusal is not None:
-            await refusal(scope, receive, send)
+        refused = self._refusal(scope, headers)
+        if refused is not None:
+            await refused(scope, receive, send)
             return
         limit = self._body_limit(scope["path"])
         identity = None
@@ -80,7 +94,8 @@ class Hygiene:
             identity = self.service.keys.identify(presented)
         if scope["path"] not in OPEN_PATHS and self.service.keys.required and identity is None:
             reason = "a valid API key is required" if not presented else "the API key is not valid"
-            await _refuse(401, f"unauthorized: {reason}", {"WWW-Authenticate": "Bearer"})(scope, receive, send)
+            await refusal(scope["path"], 401, f"unauthorized: {reason}", headers={"WWW-Authenticate": "Bearer"})(
+                scope, receive, send)
             return
         named = headers.get(h.CLIENT, "")
         trusted_header = identity == BRIDGE or not self.service.keys.required
@@ -114,34 +129,34 @@ class Hygiene:
             await app(scope, counted, watched)
         except _BodyTooLarge:
             if not started:
-                await self._too_large(limit)(scope, receive, send)
+                await self._too_large(scope["path"], limit)(scope, receive, send)
         except Exception as exc:  # a bug must cost one request, not the connection or the process
             logger.exception("internal error answering %s %s", scope.get("method"), scope.get("path"))
             if not started:
                 message = f"internal error in the gateway ({type(exc).__name__}); its log has the details"
-                await envelope(ErrorCode.PROVIDER_ERROR, message, 500)(scope, receive, send)
+                await refusal(scope["path"], 500, message, ErrorCode.PROVIDER_ERROR)(scope, receive, send)
 
     def _refusal(self, scope: Scope, headers: Headers) -> JSONResponse | None:
         """The answer for a request that may not go further, or None."""
         settings = self.service.config.settings.service
+        path, method = scope["path"], scope.get("method", "GET")
         host = headers.get("host")
         if not host_allowed(host, settings.allowed_hosts):
-            return _refuse(403, f"Host {host!r} is not allowed")
+            return refusal(path, 403, f"Host {host!r} is not allowed")
         origin = headers.get("origin")
         if origin is not None and origin not in settings.allowed_origins:
-            return _refuse(403, f"Origin {origin!r} is not allowed (browser pages may not call the gateway)")
-        path, method = scope["path"], scope.get("method", "GET")
+            return refusal(path, 403, f"Origin {origin!r} is not allowed (browser pages may not call the gateway)")
         if method == "POST" and path in JSON_POSTS:
             kind = headers.get("content-type", "").split(";", 1)[0].strip().lower()
             if kind != JSON_TYPE:
-                return _refuse(415, f"request: the body must be {JSON_TYPE}, not {kind or 'untyped'}")
+                return refusal(path, 415, f"request: the body must be {JSON_TYPE}, not {kind or 'untyped'}")
         length, limit = headers.get("content-length"), self._body_limit(path)
         if length is not None and (not length.isdigit() or int(length) > limit):
-            return self._too_large(limit)
+            return self._too_large(path, limit)
         if self.service.key_errors and path != ALWAYS_OPEN:
             problems = "; ".join(self.service.key_errors)
-            return envelope(ErrorCode.CONFIG_ERROR, f"the API key configuration is broken, so the gateway is "
-                            f"closed until it is fixed: {problems}", 503)
+            return refusal(path, 503, f"the API key configuration is broken, so the gateway is closed until it is "
+                           f"fixed: {problems}", ErrorCode.CONFIG_ERROR)
         return None
 
     def _body_limit(self, path: str) -> int:
@@ -149,5 +164,5 @@ class Hygiene:
         return settings.router.max_body_bytes if path in CHAT_PATHS else settings.service.max_body_bytes
 
     @staticmethod
-    def _too_large(limit: int) -> JSONResponse:
-        return _refuse(413, f"request body is larger than {limit} bytes")
+    def _too_large(path: str, limit: int) -> JSONResponse:
+        return refusal(path, 413, f"request body is larger than {limit} bytes")
