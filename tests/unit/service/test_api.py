@@ -309,7 +309,7 @@ async def test_learned_files_too_deep_to_read_are_skipped_by_name_and_the_servic
     deep = "[" * 200_000 + "]" * 200_000
     state = tmp_path / "state"
     (state / "router").mkdir(parents=True)
-    for name in ("calibration.json", "heads.json", "router/skills.json"):
+    for name in ("calibration.json", "heads.json", "router/skills.json", "router/spend.json"):
         (state / name).write_text(deep)
     async with in_process(tmp_path, MOCK + "[router]\nenabled = true\n") as svc:
         health = (await svc.http.get("/v1/health")).json()
@@ -318,5 +318,6 @@ async def test_learned_files_too_deep_to_read_are_skipped_by_name_and_the_servic
     assert health["status"] == "ok"
     named = [*health["calibration_errors"], *health["heads_errors"], *health["router_skills_errors"]]
     assert reloaded["reloaded"] and reloaded["skipped"] == named and len(named) == 3
+    assert health["router_spend_errors"][0].startswith(f"{state / 'router' / 'spend.json'} is unreadable")
     for name, message in zip(("calibration.json", "heads.json", "skills.json"), named):
         assert message.startswith(str(state)) and name in message and "nested too deeply to read" in message

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import math
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -78,6 +79,8 @@ class Spend:
     def __init__(self, path: Path, day: Callable[[], date] = today) -> None:
         self.path = path
         self._day = day
+        #: Why the saved spend could not be read (today's then starts at 0), for health to say.
+        self.error: str | None = None
         self._date, self._spent = self._load()
         self._pending: asyncio.TimerHandle | None = None
         #: What the answers in flight may cost at most, per model, until their usage is known.
@@ -87,11 +90,14 @@ class Spend:
         try:
             saved = json.loads(self.path.read_text(encoding="utf-8"))
             spent = {str(k): float(v) for k, v in saved["spent_usd"].items()}
+            if not all(math.isfinite(v) and v >= 0 for v in spent.values()):
+                raise ValueError("a spend that is not a finite amount of 0 or more")
             return date.fromisoformat(saved["date"]), spent
         except FileNotFoundError:
             pass
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            logger.warning("router spend file %s is unreadable (%s); today's spend starts at 0", self.path, exc)
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+            self.error = f"{self.path} is unreadable ({type(exc).__name__}: {exc}); today's spend started at 0"
+            logger.error("router spend: %s", self.error)
         return self._day(), {}
 
     @property

@@ -207,6 +207,7 @@ class Service:
             report = await health_report(gateway, max_age_s=2 * self.config.settings.service.health_interval_s)
         report["reload_errors"] = list(self.reload_errors)
         report["router_skills_errors"] = [self.router.skills_error] if self.router.skills_error else []
+        report["router_spend_errors"] = [self.router.spend.error] if self.router.spend.error else []
         report["auth_errors"] = list(self.key_errors)
         report["routing"] = await self.hook.health(self.config.settings.routing)
         return report
