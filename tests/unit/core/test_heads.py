@@ -4,12 +4,14 @@ standing whenever a head cannot answer."""
 from __future__ import annotations
 
 import json
+import logging
 import math
 
 import pytest
 
 from system1.core.gateway import Gateway
 from system1.core.heads import Head, Heads, kind_of
+from system1.core.logs import Repeated
 from system1.core.schema import RequestError, parse_request
 from system1.providers.base import Capabilities, EngineAnswer, HealthProbe, OneQuestionProvider, ProviderError, Query
 
@@ -215,3 +217,25 @@ def test_the_learned_files_are_read_from_learned_dir_when_one_is_named(tmp_path)
     default = config_in(tmp_path / "other")
     assert default.learned_dir == default.install_dir
     assert Gateway(default).heads.candidates(KIND, "embedding", ["yes", "no"]) == []
+
+
+async def test_an_embedder_that_stays_down_is_warned_about_once_and_named_until_it_answers(tmp_path, caplog):
+    engine = Embedding(down=True)
+    g = with_heads(tmp_path, engine, DESTRUCTIVE)
+    for _ in range(4):
+        await g.decide({"question": QUESTION, "context": {"command": "rm -rf /"}})
+    assert [r.levelname for r in caplog.records if "answer stands" in r.getMessage()] == ["WARNING"]
+    assert g.learned.error == "connection refused"
+    engine.down = False
+    await g.decide({"question": QUESTION, "context": {"command": "rm -rf /"}})
+    assert g.learned.error is None
+
+
+def test_a_repeated_warning_says_how_many_were_held_back(caplog):
+    now = [0.0]
+    warned = Repeated(logging.getLogger("test"), every_s=60, clock=lambda: now[0])
+    with caplog.at_level(logging.WARNING):
+        for t in (0, 1, 2, 61):
+            now[0] = t
+            warned.warning("down: %s", "x")
+    assert [r.getMessage() for r in caplog.records] == ["down: x", "down: x (and 2 more like it in the last 60 s)"]

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..providers.base import EngineAnswer, EngineError, Provider, Query
 from .heads import Head, Heads, kind_of
+from .logs import Repeated
 from .schema import parse_request
 
 logger = logging.getLogger(__name__)
@@ -30,6 +31,9 @@ class LearnedHeads:
         self.heads = heads
         self.embedder = embedder
         self.timeout_s = timeout_s
+        #: Why the embedder last failed, until it answers again (for health).
+        self.error: str | None = None
+        self._warned = Repeated(logger)
 
     def candidates(self, query: Query) -> list[Head]:
         """The heads for the query's kind, for the embedder's models."""
@@ -89,8 +93,10 @@ class LearnedHeads:
                 try:
                     model, vector = await self._embed(state, query, timeout_s)
                 except EmbedderUnavailable as exc:
-                    logger.warning("the engine's answer stands: %s", exc)
+                    self.error = str(exc)
+                    self._warned.warning("the engine's answer stands: %s", exc)
                     continue
+                self.error = None
             head = next((h for h in heads if h.model == model), None)
             probabilities = head.probabilities(vector) if head else None
             if head is not None and probabilities is not None:

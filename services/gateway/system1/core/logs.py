@@ -7,6 +7,8 @@ from __future__ import annotations
 import contextvars
 import logging
 import sys
+import time
+from collections.abc import Callable
 
 from .result import Decision
 
@@ -81,3 +83,24 @@ def log_decision(decision: Decision, client: str) -> None:
         )
     finally:
         request_id_var.reset(token)
+
+
+class Repeated:
+    """A warning about a condition that repeats (an engine down on every request): the first,
+    then at most one every `every_s` seconds, saying how many were held back since."""
+
+    def __init__(self, logger: logging.Logger, every_s: float = 60.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.logger, self.every_s, self.clock = logger, every_s, clock
+        self._next = -float("inf")
+        self._held = 0
+
+    def warning(self, message: str, *args: object) -> None:
+        now = self.clock()
+        if now < self._next:
+            self._held += 1
+            return
+        if self._held:
+            message += f" (and {self._held} more like it in the last {self.every_s:g} s)"
+        self.logger.warning(message, *args)
+        self._next, self._held = now + self.every_s, 0

@@ -24,6 +24,7 @@ async def health_report(gateway: Gateway, max_age_s: float = 0.0) -> dict[str, A
         "config_errors": list(gateway.errors),
         "calibration_errors": list(gateway.calibrator.errors),
         "heads_errors": list(gateway.heads.errors),
+        "embedder_error": gateway.learned.error,
         "calibrated_for": {model: {**c, "questions": len(c["questions"])}
                            for model, c in gateway.calibrator.coverage(gateway.config.settings.gateway.provider).items()},
         "providers": providers,
