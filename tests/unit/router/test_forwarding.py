@@ -277,3 +277,27 @@ async def test_requests_at_the_same_time_cannot_overshoot_a_budget_together(upst
     assert statuses.count(200) == 2 and statuses.count(429) == 48
     assert router.spend.today[TOP] <= 0.0161 and router.spend.reserved == {}
     await router.aclose()
+
+
+async def test_an_upstream_at_its_connection_limit_is_a_503_charged_to_no_model(upstream, tmp_path):
+    upstream.fail("vendor/cheap-1", "gate", "gate")
+    cloud = {"base_url": upstream.url, "apis": ["openai"], "api_key_env": "FAKE_CLOUD_KEY", "local": False,
+             "max_connections": 2}
+    router = router_for(catalogue(upstream.url, upstreams={"cloud": cloud}), tmp_path)
+    held = []
+    for _ in range(2):  # two streams hold the upstream's two connections
+        plan = await plan_with(router, "openai", chat(stream=True), "alice", Scripted())
+        held.append(await router.answer(plan, chat(stream=True), {}, "alice"))
+    plan = await plan_with(router, "openai", chat(), "bob", Scripted())
+    with pytest.raises(RouterError) as caught:
+        await router.answer(plan, chat(), {}, "bob")
+    assert caught.value.status == 503 and "cloud: 2 requests in flight" in caught.value.message
+    upstream.gate.set()
+    for reply in held:
+        await collect(reply)
+    assert router.slots.counts == {} and (await router.answer(plan, chat(), {}, "bob")).status == 200
+    router.ledger.log.close()
+    logged = [json.loads(line) for line in router.ledger.log.path.read_text().splitlines()]
+    [refused] = [entry for entry in logged if entry["client"] == "bob" and entry["status"] is None]
+    assert refused["model"] is None and refused["failed"] == [] and len(logged) == 4
+    await router.aclose()

@@ -81,6 +81,9 @@ class Upstream(_Table):
     first_byte_timeout_s: float = Field(default=60.0, gt=0, le=3600)
     #: Longest wait for a whole (not streamed) answer, and between two chunks of a stream.
     timeout_s: float = Field(default=300.0, gt=0, le=3600)
+    #: Requests in flight to it at most (streams hold theirs to the end); past it a candidate on
+    #: it is skipped, not counted against its model, and with none left the client gets a 503.
+    max_connections: int = Field(default=100, ge=1, le=10_000)
 
     @model_validator(mode="before")
     @classmethod

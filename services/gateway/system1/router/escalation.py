@@ -12,10 +12,11 @@ from ..core.router_config import RouterSettings
 from .check import Judge, Verdict, answer_text, stronger
 from .ledger import Ledger
 from .plan import Plan
-from .upstream import AllFailed, Attempted, Forwarded, forward
+from .state import UpstreamSlots
+from .upstream import AllBusy, AllFailed, Attempted, Forwarded, forward
 
 
-async def escalate(client: httpx.AsyncClient, settings: RouterSettings, ledger: Ledger, plan: Plan,
+async def escalate(client: httpx.AsyncClient, slots: UpstreamSlots, settings: RouterSettings, ledger: Ledger, plan: Plan,
                    body: dict[str, Any], headers: Mapping[str, str], forwarded: Forwarded,
                    judge: Judge) -> tuple[list[Forwarded], Forwarded, list[Verdict], list[Attempted]]:
     """The answers replaced, the one the client gets, every verdict, and the stronger models
@@ -45,7 +46,9 @@ async def escalate(client: httpx.AsyncClient, settings: RouterSettings, ledger: 
         tried.add(better.id)
         try:
             again = await forward(client, settings, plan.api, body, headers,
-                                  [(model, model.upstream, route.reasoning_effort)], False)
+                                  [(model, model.upstream, route.reasoning_effort)], False, slots)
+        except AllBusy:
+            break
         except AllFailed as exc:
             ledger.fell_through(exc.failed)
             unreached.extend(exc.failed)

@@ -33,8 +33,8 @@ from .scoring import BELOW_FLOOR, Live, est_cost, over_budget, route
 from .shadow import Shadow, ShadowJob
 from .signals import UNKNOWN, Asked, Borrow, Core, ask, provider_for
 from .skills import load_overlay
-from .state import InFlight, Spend, Sticky
-from .upstream import AllFailed, Forwarded, forward, missing_key
+from .state import InFlight, Spend, Sticky, UpstreamSlots
+from .upstream import AllBusy, AllFailed, Forwarded, forward, missing_key
 
 STICKY = "sticky: the conversation's model"
 PASSED = "passed through: the client named the model"
@@ -55,7 +55,10 @@ class Router:
         self.spend = Spend(install_dir / "router" / "spend.json")
         # Redirects are never followed, so an upstream key never reaches another host; no
         # system proxy for loopback or the stack's network (trust_env is only for remote https).
-        self.client = httpx.AsyncClient(transport=transport, follow_redirects=False, trust_env=False)
+        # Each upstream's `max_connections` bounds its requests (UpstreamSlots), not the pool.
+        self.client = httpx.AsyncClient(transport=transport, follow_redirects=False, trust_env=False,
+                                        limits=httpx.Limits(max_connections=None, max_keepalive_connections=50))
+        self.slots = UpstreamSlots()
         self.shadow = Shadow(observer)
         self.outcomes = Outcomes()
         self.ledger = Ledger(settings, observer, self.spend, self.outcomes)
@@ -187,7 +190,13 @@ class Router:
             self.spend.release(plan.model, reserved)
 
         try:
-            forwarded = await forward(self.client, self.settings, plan.api, body, headers, plan.order, stream)
+            forwarded = await forward(self.client, self.settings, plan.api, body, headers, plan.order, stream,
+                                      self.slots)
+        except AllBusy as exc:
+            done()
+            self.ledger.record(plan, client, None, time.perf_counter() - started, [])  # no model failed
+            raise RouterError(503, "overloaded_error",
+                              f"every candidate's upstream is at its connection limit: {exc}") from None
         except AllFailed as exc:
             done()
             self.ledger.fell_through(exc.failed)
@@ -201,7 +210,8 @@ class Router:
             earlier, checks, unreached = [], [], []
             if plan.route is not None and applies(self.settings, stream, headers):
                 earlier, forwarded, checks, unreached = await escalate(
-                    self.client, self.settings, self.ledger, plan, body, headers, forwarded, self._judge(plan, client))
+                    self.client, self.slots, self.settings, self.ledger, plan, body, headers, forwarded,
+                    self._judge(plan, client))
             done()
             stay_with(self.sticky, plan, forwarded, earlier)
             self.ledger.finish(plan, client, forwarded, time.perf_counter() - started, earlier, checks, unreached)

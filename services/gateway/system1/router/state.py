@@ -71,6 +71,24 @@ class InFlight:
             del self.counts[model]
 
 
+class UpstreamSlots:
+    """Requests in flight per upstream, each upstream held to its own limit."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+
+    def take(self, upstream: str, limit: int) -> bool:
+        if self.counts.get(upstream, 0) >= limit:
+            return False
+        self.counts[upstream] = self.counts.get(upstream, 0) + 1
+        return True
+
+    def give(self, upstream: str) -> None:
+        self.counts[upstream] -= 1
+        if not self.counts[upstream]:
+            del self.counts[upstream]
+
+
 class Spend:
     """US dollars spent per model today (UTC), in `<state>/router/spend.json`. A change is saved
     at most `SAVE_DELAY_S` later, off the event loop and whole (atomically), and at `close`; a

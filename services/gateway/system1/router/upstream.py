@@ -19,14 +19,16 @@ import asyncio
 import json
 import math
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import httpx
 
 from ..core.router_config import ModelEntry, RouterSettings, Upstream
 from .precheck import CHARS_PER_TOKEN
+from .state import UpstreamSlots
 
 PATHS = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages"}
 #: Client headers an upstream needs to read the request as sent (Anthropic's version and betas).
@@ -130,6 +132,10 @@ class Forwarded:
     broken: str | None = None
 
 
+class AllBusy(Exception):
+    """No candidate failed, but every one's upstream was at its connection limit."""
+
+
 class AllFailed(Exception):
     def __init__(self, failed: list[Attempted]) -> None:
         super().__init__("; ".join(f"{a.model}: {a.why}" for a in failed) or "no candidate")
@@ -214,7 +220,7 @@ def stream_error(api: str, message: str) -> bytes:
 
 
 async def _relay(first: bytes, rest: AsyncIterator[bytes], response: httpx.Response, tap: StreamUsage,
-                 forwarded: Forwarded, api: str) -> AsyncIterator[bytes]:
+                 forwarded: Forwarded, api: str, release: Callable[[], None]) -> AsyncIterator[bytes]:
     """The stream as it arrives; a failure ends it with an error event, noted in `forwarded.broken`."""
     try:
         if first:
@@ -232,54 +238,80 @@ async def _relay(first: bytes, rest: AsyncIterator[bytes], response: httpx.Respo
     finally:
         tap.close()
         await response.aclose()
+        release()
 
 
 async def forward(client: httpx.AsyncClient, settings: RouterSettings, api: str, body: dict[str, Any],
                   client_headers: Mapping[str, str], order: list[tuple[ModelEntry | None, str, str]],
-                  stream: bool) -> Forwarded:
-    """Try each (model or None for a pass-through, upstream name, effort) in turn; `AllFailed`
-    when none answers."""
+                  stream: bool, slots: UpstreamSlots) -> Forwarded:
+    """Try each (model or None for a pass-through, upstream name, effort) in turn, within each
+    upstream's connection limit; `AllFailed` when none answers, `AllBusy` when every one was
+    skipped at its limit."""
     failed: list[Attempted] = []
+    busy: list[str] = []
     for model, upstream_name, effort in order:
         upstream = settings.upstreams[upstream_name]
         label = model.id if model is not None else str(body.get("model"))
-        request = client.build_request(
-            "POST", upstream.base_url + PATHS[api], json=request_body(body, api, model, effort, stream),
-            headers=upstream_headers(upstream, api, client_headers),
-            timeout=httpx.Timeout(upstream.timeout_s, connect=min(10.0, upstream.first_byte_timeout_s)))
-        response = None
-        # A stream's first bytes come early; a whole answer only when it is written.
-        wait_s = upstream.first_byte_timeout_s if stream else upstream.timeout_s
-        try:
-            async with asyncio.timeout(wait_s):
-                response = await client.send(request, stream=True)
-                if response.status_code in RETRIED:
-                    failed.append(Attempted(label, f"HTTP {response.status_code}"))
-                    await response.aclose()
-                    continue
-                if stream and response.status_code < 300:
-                    first, rest = await _first_chunk(response)
-                else:
-                    content = await _read_at_most(response, settings.max_answer_bytes)
-        except (httpx.HTTPError, TimeoutError, Oversized) as exc:
-            if response is not None:
-                await response.aclose()
-            failed.append(Attempted(label, _why(exc)))
+        if not slots.take(upstream_name, upstream.max_connections):
+            busy.append(f"{label} ({upstream_name}: {upstream.max_connections} requests in flight)")
             continue
-        usage = Usage()
-        headers = {"content-type": response.headers.get("content-type", "application/json")}
-        if stream and response.status_code < 300:
-            forwarded = Forwarded(label, response.status_code, headers, None, None, usage, failed)
-            forwarded.stream = _relay(first, rest, response, StreamUsage(api, usage, settings.max_answer_bytes),
-                                      forwarded, api)
-            return forwarded
+        give = partial(slots.give, upstream_name)
         try:
-            usage.read(api, json.loads(content))
-        except ValueError:
-            if response.status_code < 300:  # a success the client's SDK could not read: the next candidate
-                failed.append(Attempted(label, "its answer is not JSON"))
-                continue
-        if response.status_code >= 400:
-            content = without_key(content, upstream_key(upstream))
-        return Forwarded(label, response.status_code, headers, content, None, usage, failed)
+            forwarded = await _ask(client, settings, upstream, api, body, client_headers, model, label, effort,
+                                   stream, failed, give)
+        except BaseException:
+            give()
+            raise
+        if forwarded is None or forwarded.stream is None:  # nothing more to read from it
+            give()
+        if forwarded is not None:
+            return forwarded
+    if busy and not failed:
+        raise AllBusy("; ".join(busy))
     raise AllFailed(failed)
+
+
+async def _ask(client: httpx.AsyncClient, settings: RouterSettings, upstream: Upstream, api: str, body: dict[str, Any],
+               client_headers: Mapping[str, str], model: ModelEntry | None, label: str, effort: str, stream: bool,
+               failed: list[Attempted], release: Callable[[], None]) -> Forwarded | None:
+    """One candidate's answer, or None (noted in `failed`) to try the next; a stream calls
+    `release` when it ends."""
+    request = client.build_request(
+        "POST", upstream.base_url + PATHS[api], json=request_body(body, api, model, effort, stream),
+        headers=upstream_headers(upstream, api, client_headers),
+        timeout=httpx.Timeout(upstream.timeout_s, connect=min(10.0, upstream.first_byte_timeout_s)))
+    response = None
+    # A stream's first bytes come early; a whole answer only when it is written.
+    wait_s = upstream.first_byte_timeout_s if stream else upstream.timeout_s
+    try:
+        async with asyncio.timeout(wait_s):
+            response = await client.send(request, stream=True)
+            if response.status_code in RETRIED:
+                failed.append(Attempted(label, f"HTTP {response.status_code}"))
+                await response.aclose()
+                return None
+            if stream and response.status_code < 300:
+                first, rest = await _first_chunk(response)
+            else:
+                content = await _read_at_most(response, settings.max_answer_bytes)
+    except (httpx.HTTPError, TimeoutError, Oversized) as exc:
+        if response is not None:
+            await response.aclose()
+        failed.append(Attempted(label, _why(exc)))
+        return None
+    usage = Usage()
+    headers = {"content-type": response.headers.get("content-type", "application/json")}
+    if stream and response.status_code < 300:
+        forwarded = Forwarded(label, response.status_code, headers, None, None, usage, failed)
+        forwarded.stream = _relay(first, rest, response, StreamUsage(api, usage, settings.max_answer_bytes),
+                                  forwarded, api, release)
+        return forwarded
+    try:
+        usage.read(api, json.loads(content))
+    except ValueError:
+        if response.status_code < 300:  # a success the client's SDK could not read: the next candidate
+            failed.append(Attempted(label, "its answer is not JSON"))
+            return None
+    if response.status_code >= 400:
+        content = without_key(content, upstream_key(upstream))
+    return Forwarded(label, response.status_code, headers, content, None, usage, failed)
