@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
-from schemathesis.specs.openapi.checks import positive_data_acceptance
+from schemathesis.specs.openapi.checks import negative_data_rejection, positive_data_acceptance
 
 from system1.service.app import create_app
 from system1.service.service import Service
@@ -28,6 +28,9 @@ MINILM = (f'[gateway]\nprovider = "systemone"\ntimeout_s = 10\n[providers.system
 # What JSON Schema cannot say is left out: a valid request may still be refused for its work
 # budget (400) or its size (413), so "valid data is accepted" is not checked.
 EXCLUDED = [positive_data_acceptance]
+# The token count is an estimate answered here, from whatever of the body it can read: it
+# refuses no body its estimate can be made from, so one that breaks the schema may get a 200.
+LENIENT = {"/v1/messages/count_tokens": [negative_data_rejection]}
 
 
 def app_on(toml: str):
@@ -43,7 +46,7 @@ def call_and_check(case) -> None:
     response = case.call()
     if response.status_code >= 500:
         TALLY.server_errors.append(f"{case.method} {case.path}: {response.status_code}")
-    case.validate_response(response, excluded_checks=EXCLUDED)
+    case.validate_response(response, excluded_checks=EXCLUDED + LENIENT.get(case.path, []))
 
 
 @on_mock.parametrize()

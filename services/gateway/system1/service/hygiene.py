@@ -29,6 +29,8 @@ ANONYMOUS = "anonymous"
 JSON_TYPE = "application/json"
 # The chat router's paths, whose body limit is `[router] max_body_bytes`.
 CHAT_PATHS = frozenset({"/v1/chat/completions", "/v1/messages", "/v1/messages/count_tokens", "/v1/router/route"})
+# The router's paths, whose refusals come in the client API's error shape.
+ROUTER_PATHS = CHAT_PATHS | {"/v1/router/feedback"}
 # The REST routes that take a body; a POST elsewhere is the router's 404 or 405.
 JSON_POSTS = frozenset({"/v1/decide", "/v1/route", "/v1/features", "/v1/reload", "/v1/feedback", "/v1/outcomes",
                         "/v1/embed", "/v1/routing/labels", "/v1/router/feedback", *CHAT_PATHS})
@@ -49,7 +51,7 @@ def refusal(path: str, status: int, message: str, code: ErrorCode = ErrorCode.IN
             headers: dict[str, str] | None = None) -> JSONResponse:
     """An HTTP-level failure: on the chat routes in the client API's own error shape (so its SDK
     raises its usual exception), elsewhere as the schema v1 envelope."""
-    if path not in CHAT_PATHS:
+    if path not in ROUTER_PATHS:
         return envelope(code, message, status, headers)
     api = "anthropic" if path.startswith("/v1/messages") else "openai"
     error = RouterError(status, CHAT_ERROR_TYPES.get(status, "invalid_request_error"), message)

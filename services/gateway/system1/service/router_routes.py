@@ -16,7 +16,8 @@ from ..core.schema import RequestError, check_json_value
 from ..router.precheck import input_tokens
 from ..router.plan import RouterError, header_value
 from ..router.router import error_body
-from .routes import NOT_JSON, REFUSALS, ServiceDep, read_json
+from .chat_bodies import ANTHROPIC_COUNT, ANTHROPIC_MESSAGES, OPENAI_CHAT, request_body
+from .routes import REFUSALS, ServiceDep, read_json
 
 # Errors in the client API's shape (OpenAI's `{"error": {…}}` or Anthropic's `{"type": "error", …}`).
 _API_ERROR = {"content": {"application/json": {"schema": {"type": "object"}}}}
@@ -25,11 +26,17 @@ CHAT_ERRORS: dict[int | str, dict[str, Any]] = {
     403: {"description": "a private prompt may not reach the models that could take it (private = local_only)",
           **_API_ERROR},
     404: {"description": "the router is off, or the model is neither routed nor configured", **_API_ERROR},
-    429: {"description": "every candidate answered 429", **_API_ERROR},
+    429: {"description": "every candidate answered 429, or the named model is over its daily budget", **_API_ERROR},
     502: {"description": "every candidate failed; X-Router-Failed names them", **_API_ERROR},
+    503: {"description": "every candidate's upstream is at its connection limit, or the API key configuration "
+                         "is broken", **_API_ERROR},
+    401: {"description": "a valid API key is required", **_API_ERROR},
+    413: {"description": "body over [router] max_body_bytes", **_API_ERROR},
+    415: {"description": "the body must be application/json", **_API_ERROR},
+    500: {"description": "internal error in the gateway", **_API_ERROR},
 }
-CHAT_BODY = {"requestBody": {"required": True, "content": {"application/json": {"schema": {"type": "object"}}}}}
-router_routes = APIRouter(responses=REFUSALS | NOT_JSON)
+OPENAI_BODY, ANTHROPIC_BODY = request_body(OPENAI_CHAT), request_body(ANTHROPIC_MESSAGES)
+router_routes = APIRouter(responses=REFUSALS)
 
 
 def _error(api: str, error: RouterError | RequestError) -> JSONResponse:
@@ -59,19 +66,19 @@ async def _chat(request: Request, service: ServiceDep, api: str) -> Response:
     return Response(reply.body, status_code=reply.status, headers=reply.headers)
 
 
-@router_routes.post("/v1/chat/completions", responses=CHAT_ERRORS, openapi_extra=CHAT_BODY)
+@router_routes.post("/v1/chat/completions", responses=CHAT_ERRORS, openapi_extra=OPENAI_BODY)
 async def chat_completions(request: Request, service: ServiceDep) -> Response:
     """OpenAI-compatible: `model: "auto"` (or an alias) is routed; another name is passed through."""
     return await _chat(request, service, "openai")
 
 
-@router_routes.post("/v1/messages", responses=CHAT_ERRORS, openapi_extra=CHAT_BODY)
+@router_routes.post("/v1/messages", responses=CHAT_ERRORS, openapi_extra=ANTHROPIC_BODY)
 async def messages(request: Request, service: ServiceDep) -> Response:
     """Anthropic-compatible, for clients that set `ANTHROPIC_BASE_URL`."""
     return await _chat(request, service, "anthropic")
 
 
-@router_routes.post("/v1/messages/count_tokens", responses=CHAT_ERRORS, openapi_extra=CHAT_BODY)
+@router_routes.post("/v1/messages/count_tokens", responses=CHAT_ERRORS, openapi_extra=request_body(ANTHROPIC_COUNT))
 async def count_tokens(request: Request, service: ServiceDep) -> JSONResponse:
     """Anthropic's token count, answered here with the router's own estimate (which errs high)
     for any model: which model will answer is not known before routing."""
@@ -82,7 +89,7 @@ async def count_tokens(request: Request, service: ServiceDep) -> JSONResponse:
     return JSONResponse({"input_tokens": input_tokens(conversation)})
 
 
-@router_routes.post("/v1/router/route", responses=CHAT_ERRORS | {422: {"description": "api is not openai or anthropic"}}, openapi_extra=CHAT_BODY)
+@router_routes.post("/v1/router/route", responses=CHAT_ERRORS | {422: {"description": "api is not openai or anthropic"}}, openapi_extra=OPENAI_BODY)
 async def dry_run(request: Request, service: ServiceDep, api: Literal["openai", "anthropic"] = "openai") -> JSONResponse:
     """The plan for a chat request: model, reason, signals, needs, floor and every candidate
     (a conversation's model is read, never set, by a dry run)."""
