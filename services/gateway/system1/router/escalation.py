@@ -9,11 +9,23 @@ from typing import Any
 import httpx
 
 from ..core.router_config import RouterSettings
-from .check import Judge, Verdict, answer_text, stronger
+from .check import Judge, Verdict, answer_text, judge, stronger
 from .ledger import Ledger
 from .plan import Plan
+from .signals import Borrow
 from .state import UpstreamSlots
 from .upstream import AllBusy, AllFailed, Attempted, Forwarded, forward
+
+
+def judging(borrow: Borrow, settings: RouterSettings, plan: Plan, client: str) -> Judge:
+    """The verdict on an answer to `plan`, from `[router.check]`'s engine through the borrowed core."""
+
+    async def verdict(request: str, answer: str, model: str) -> Verdict:
+        async with borrow() as core:
+            return await judge(core, settings, request, answer, model, client, plan.check.needs.private,
+                               core.stays_local)
+
+    return verdict
 
 
 async def escalate(client: httpx.AsyncClient, slots: UpstreamSlots, settings: RouterSettings, ledger: Ledger, plan: Plan,

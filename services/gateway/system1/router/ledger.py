@@ -1,19 +1,22 @@
-"""What a routed answer leaves behind: its cost charged to its model's spend, the metrics, the
-turn in the outcome log, and the decision log's line."""
+"""A routed answer's accounts: while it is in flight, what it may cost held against its model's
+budget; after it, its cost charged to the model's spend, the metrics, the turn in the outcome
+log, and the decision log's line."""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Protocol
+from pathlib import Path
+from typing import Any, Protocol
 
 from ..core.jsonl import RotatingJsonl
 from ..core.router_config import RouterSettings
+from .check import Verdict
 from .outcomes import Outcomes
-from .plan import Plan, failed_before
+from .plan import Plan, RouterError, failed_before
+from .scoring import Live, est_cost, over_budget
 from .state import Spend
 from .upstream import Attempted, Forwarded
-from .check import Verdict
 
 logger = logging.getLogger(__name__)
 FELL_THROUGH = "fell through: an earlier candidate failed"
@@ -38,6 +41,33 @@ class Ledger:
         self.spend = spend
         self.outcomes = outcomes
         self.log: RotatingJsonl | None = None
+
+    def configure(self, settings: RouterSettings, install_dir: Path) -> None:
+        """New settings; the decision log reopened where its path changed (none while off)."""
+        self.settings = settings
+        path = settings.decision_log(install_dir)
+        if self.log is None or self.log.path != path:
+            self.close()
+            self.log = RotatingJsonl(path, settings.log_max_bytes, settings.log_backups) if settings.enabled else None
+
+    def close(self) -> None:
+        if self.log is not None:
+            self.log.close()
+            self.log = None
+
+    def reserve(self, plan: Plan, body: dict[str, Any], live: Live) -> float:
+        """Hold what the answer may cost at most (its prompt, and `max_tokens` or the route's
+        estimate of the answer) against its model's budget while it is in flight, so requests
+        at the same time cannot overshoot it together; a model they would put over it is refused."""
+        model = self.settings.model(plan.model)
+        if model is None or model.daily_budget_usd is None:
+            return 0.0
+        cost = est_cost(model, plan.check.needs.input_tokens, answer_tokens(self.settings, plan, body))
+        refusal = over_budget(model, live, cost)
+        if refusal:
+            raise RouterError(429, "rate_limit_error", f"model: {model.id!r} is {refusal}")
+        self.spend.reserve(model.id, cost)
+        return cost
 
     def label(self, model: str) -> str:
         """A metric label: a catalogue id, or "passthrough" for a name only a client chose."""
@@ -79,3 +109,14 @@ class Ledger:
         if self.log is not None:
             self.log.write(plan.log_entry(client, forwarded, seconds, failed, cost, earlier, checks,
                                           self.settings.check.min_probability, self.settings.log_prompts))
+
+
+def answer_tokens(settings: RouterSettings, plan: Plan, body: dict[str, Any]) -> int:
+    """The most the answer may run to: the client's `max_tokens` (or `max_completion_tokens`),
+    else the estimate for the route's complexity, else the largest estimate."""
+    for key in ("max_completion_tokens", "max_tokens"):
+        value = body.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    estimates = settings.est_output_tokens
+    return estimates[plan.route.complexity] if plan.route is not None else max(estimates)

@@ -18,13 +18,12 @@ from typing import Any
 
 import httpx
 
-from ..core.jsonl import RotatingJsonl
 from ..core.lanes import BATCH
 from ..core.router_config import ModelEntry, RouterSettings
 from ..core.schema import RequestError, new_request_id
-from .check import Judge, Verdict, applies, judge
+from .check import applies
 from .conversation import Conversation, from_anthropic, from_openai
-from .escalation import escalate
+from .escalation import escalate, judging
 from .ledger import Ledger, RouterObserver
 from .outcomes import Outcomes
 from .plan import Plan, Reply, RouterError
@@ -53,9 +52,8 @@ class Router:
         self.borrow = borrow
         self.in_flight = InFlight()
         self.spend = Spend(install_dir / "router" / "spend.json")
-        # Redirects are never followed, so an upstream key never reaches another host; no
-        # system proxy for loopback or the stack's network (trust_env is only for remote https).
-        # Each upstream's `max_connections` bounds its requests (UpstreamSlots), not the pool.
+        # Redirects are never followed, so an upstream key never reaches another host; no system
+        # proxy (trust_env); each upstream's `max_connections` bounds it (`slots`), not the pool.
         self.client = httpx.AsyncClient(transport=transport, follow_redirects=False, trust_env=False,
                                         limits=httpx.Limits(max_connections=None, max_keepalive_connections=50))
         self.slots = UpstreamSlots()
@@ -71,14 +69,9 @@ class Router:
     def configure(self, settings: RouterSettings) -> None:
         """Take new settings (with the refitted skills overlay laid over the catalogue)."""
         settings, self.skills_error = load_overlay(settings, self.learned_dir)
-        self.settings = self.ledger.settings = settings
+        self.settings = settings
         self.sticky.ttl_s = settings.sticky_ttl_s
-        path = settings.decision_log(self.install_dir)
-        if self.ledger.log is None or self.ledger.log.path != path:
-            if self.ledger.log is not None:
-                self.ledger.log.close()
-            self.ledger.log = (RotatingJsonl(path, settings.log_max_bytes, settings.log_backups)
-                               if settings.enabled else None)
+        self.ledger.configure(settings, self.install_dir)
         self.shadow.configure(settings, self.install_dir)
         self.outcomes.configure(settings, self.install_dir)
 
@@ -106,8 +99,7 @@ class Router:
         self.outcomes.close()
         await self.client.aclose()
         self.spend.close()
-        if self.ledger.log is not None:
-            self.ledger.log.close()
+        self.ledger.close()
 
     # -- plan ----------------------------------------------------------------------------------
     def require_on(self) -> None:
@@ -182,7 +174,7 @@ class Router:
         applies, its verdicts asked of the borrowed core."""
         stream = plan.conversation.stream
         started = time.perf_counter()
-        reserved = self._reserve(plan, body)
+        reserved = self.ledger.reserve(plan, body, self._live(self.settings))
         self.in_flight.acquire(plan.model)
 
         def done() -> None:
@@ -211,7 +203,7 @@ class Router:
             if plan.route is not None and applies(self.settings, stream, headers):
                 earlier, forwarded, checks, unreached = await escalate(
                     self.client, self.slots, self.settings, self.ledger, plan, body, headers, forwarded,
-                    self._judge(plan, client))
+                    judging(self.borrow, self.settings, plan, client))
             done()
             stay_with(self.sticky, plan, forwarded, earlier)
             self.ledger.finish(plan, client, forwarded, time.perf_counter() - started, earlier, checks, unreached)
@@ -231,30 +223,6 @@ class Router:
 
         return Reply(forwarded.status, reply_headers, None, relay())
 
-    def _reserve(self, plan: Plan, body: dict[str, Any]) -> float:
-        """Hold what the answer may cost at most (its prompt, and `max_tokens` or the route's
-        estimate of the answer) against its model's budget while it is in flight, so requests
-        at the same time cannot overshoot it together; a model they would put over it is refused."""
-        model = self.settings.model(plan.model)
-        if model is None or model.daily_budget_usd is None:
-            return 0.0
-        cost = est_cost(model, plan.check.needs.input_tokens, answer_tokens(self.settings, plan, body))
-        refusal = over_budget(model, self._live(self.settings), cost)
-        if refusal:
-            raise RouterError(429, "rate_limit_error", f"model: {model.id!r} is {refusal}")
-        self.spend.reserve(model.id, cost)
-        return cost
-
-    def _judge(self, plan: Plan, client: str) -> Judge:
-        """The verdict on an answer, from `[router.check]`'s engine through the borrowed core."""
-
-        async def verdict(request: str, answer: str, model: str) -> Verdict:
-            async with self.borrow() as core:
-                return await judge(core, self.settings, request, answer, model, client, plan.check.needs.private,
-                                   core.stays_local)
-
-        return verdict
-
 
 def passthrough(settings: RouterSettings, conversation: Conversation, check: PreCheck,
                 live: Live) -> tuple[ModelEntry | None, str, str]:
@@ -272,17 +240,6 @@ def passthrough(settings: RouterSettings, conversation: Conversation, check: Pre
     if refusal:
         raise RouterError(429, "rate_limit_error", f"model: {conversation.model!r} is {refusal}")
     return model, upstream, ""
-
-
-def answer_tokens(settings: RouterSettings, plan: Plan, body: dict[str, Any]) -> int:
-    """The most the answer may run to: the client's `max_tokens` (or `max_completion_tokens`),
-    else the estimate for the route's complexity, else the largest estimate."""
-    for key in ("max_completion_tokens", "max_tokens"):
-        value = body.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value
-    estimates = settings.est_output_tokens
-    return estimates[plan.route.complexity] if plan.route is not None else max(estimates)
 
 
 def stay_with(sticky: Sticky, plan: Plan, forwarded: Forwarded, earlier: Sequence[Forwarded]) -> None:
