@@ -71,22 +71,14 @@ class InFlight:
             del self.counts[model]
 
 
-class UpstreamSlots:
+class UpstreamSlots(InFlight):
     """Requests in flight per upstream, each upstream held to its own limit."""
-
-    def __init__(self) -> None:
-        self.counts: dict[str, int] = {}
 
     def take(self, upstream: str, limit: int) -> bool:
         if self.counts.get(upstream, 0) >= limit:
             return False
-        self.counts[upstream] = self.counts.get(upstream, 0) + 1
+        self.acquire(upstream)
         return True
-
-    def give(self, upstream: str) -> None:
-        self.counts[upstream] -= 1
-        if not self.counts[upstream]:
-            del self.counts[upstream]
 
 
 class Spend:

@@ -255,7 +255,7 @@ async def forward(client: httpx.AsyncClient, settings: RouterSettings, api: str,
         if not slots.take(upstream_name, upstream.max_connections):
             busy.append(f"{label} ({upstream_name}: {upstream.max_connections} requests in flight)")
             continue
-        give = partial(slots.give, upstream_name)
+        give = partial(slots.release, upstream_name)
         try:
             forwarded = await _ask(client, settings, upstream, api, body, client_headers, model, label, effort,
                                    stream, failed, give)
