@@ -62,7 +62,7 @@ def test_smoke_against_a_stopped_service_says_which_gateway_and_why(env):
 
 def test_smoke_fails_on_a_decision_error(env):
     env = {**env, "SYSTEM1_MOCK_RESPONSE": '"not an answer"'}
-    result = run_cli("smoke", "--standalone", "--question", "Is it safe?", env=env)
+    result = run_cli("smoke", "--standalone", "--question", "Is it safe?", "--options", "yes", "no", env=env)
     assert result.returncode == EXIT_DECISION
     assert "DECISION  FAIL  malformed_response" in result.stdout
 

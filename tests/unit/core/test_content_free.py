@@ -22,7 +22,7 @@ class Leaning(OneQuestionProvider):
     name = "leaning"
 
     def __init__(self, blank_fails: bool = False) -> None:
-        super().__init__(OneQuestionProvider.Options())
+        super().__init__(OneQuestionProvider.Options(answers_without_context=True))
         self.blank_fails = blank_fails
         self.states: list[object] = []
 

@@ -53,7 +53,8 @@ async def test_a_request_id_is_generated_when_omitted(tmp_path):
 
 
 async def test_without_options_the_answer_is_yes_or_no(tmp_path):
-    response = await gateway(tmp_path).decide({"question": "Is `rm -rf build/` destructive?"})
+    response = await gateway(tmp_path).decide({"question": "Is this command destructive?",
+                                                "context": {"command": "rm -rf build/"}})
     assert response.status == "decided" and response.decision == "yes"
     assert set(response.probabilities) == {"yes", "no"}
 

@@ -158,7 +158,7 @@ def test_each_question_with_a_context_is_also_asked_once_about_its_content_free_
     transport, _ = app_transport(tmp_path, '[gateway]\nprovider = "mock"\n')
     rows = calibrate.load(write_rows(tmp_path / "d.jsonl", [
         {"question": "q", "context": {"command": c}, "label": "yes"} for c in ("ls", "rm -rf /", "cat x")
-    ] + [{"question": "bare", "label": "no"}]))
+    ] + [{"question": "bare", "options": ["yes", "no"], "label": "no"}]))
     asked: list[dict] = []
 
     async def ask():

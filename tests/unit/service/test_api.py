@@ -130,6 +130,7 @@ async def test_metrics_count_decisions_with_bounded_labels(svc):
     assert 'system1_attempts_total{outcome="ok",provider="mock"} 3.0' in text
     assert 'system1_attempts_total{outcome="abstained",provider="mock"} 1.0' in text
     assert 'system1_abstentions_total{reason="threshold"} 1.0' in text
+    assert 'system1_stage_decisions_total{stage="1",status="decided"} 3.0' in text
     assert "system1_engine_batch_size_bucket" in text and "system1_lane_queue_depth" in text
     assert 'system1_build_info{version="' in text and "system1_mcp_sessions" in text
     assert "mallory" not in text and "secret-" not in text

@@ -41,7 +41,7 @@ class AnswerCalibration:
         missing = [(i, key) for i, key in enumerate(keys) if key is not None and self.baselines.get(key) is None]
         if missing and (budget_s is None or budget_s > 0):
             asked = [queries[i] for i, _ in missing]
-            probe = await self.chain.ask(blank, asked, client, priority, budget_s, work_of(blank, asked), only=name)
+            probe = await self.chain.ask(blank, asked, client, priority, budget_s, work_of(blank, asked), names=[name])
             for (i, key), reply in zip(missing, probe.answers or []):
                 if reply.model == replies[i].model and reply.probabilities and not reply.abstain:
                     self.baselines.put(key, reply.probabilities)

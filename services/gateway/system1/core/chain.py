@@ -82,11 +82,11 @@ class Chain:
 
     async def ask(
         self, state: Any, queries: list[Query], client: str, priority: int, budget_s: float | None = None,
-        work: int = 0, only: str | None = None,
+        work: int = 0, names: list[str] | None = None,
     ) -> ChainAnswer:
         """`queries` about `state` (`work` characters, see `work.py`), from the first provider
-        (or just `only`) that answers within its timeout and the overall `budget_s`."""
-        names = [only] if only is not None else self.names
+        of the chain (or of `names`) that answers within its timeout and the overall `budget_s`."""
+        names = self.names if names is None else names
         loop = asyncio.get_running_loop()
         deadline = loop.time() + (budget_s if budget_s is not None else self.timeout_s * len(names))
         result = ChainAnswer()

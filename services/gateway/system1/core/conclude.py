@@ -24,12 +24,23 @@ CALIBRATION_NOTES = {
 CONTENT_FREE_NOTE = ", after dividing out the engine's answer to an empty context"
 
 
-def failed(request_id: str, found: ChainAnswer) -> Decision:
-    """The chain's failure as a decision."""
+def failed(request_id: str, found: ChainAnswer, tried: list[Attempt] | None = None) -> Decision:
+    """The chain's failure as a decision (`tried`: the attempts of earlier stages)."""
     code, message = found.failure
-    decision = Decision.failed(code, message, request_id, list(found.attempts))
+    decision = Decision.failed(code, message, request_id, [*(tried or []), *found.attempts])
     decision.retry_after_s = found.retry_after_s
     return decision
+
+
+def no_evidence(request_id: str, names: list[str], tried: list[Attempt]) -> Decision:
+    """The abstention for a yes/no question with no text to judge, where none of `names` can
+    answer without one (see `answers_without_context`)."""
+    detail = "no text to judge: a yes/no question needs a context for this engine"
+    rationale = (f"nothing to judge: the question came with no context, and {', '.join(names)} can only weigh "
+                 "a question against a text. Give the text it is about, or decide this yourself.")
+    attempt = Attempt(provider=names[0], outcome="abstained", latency_ms=0, detail=detail)
+    return Decision(request_id, "abstained", rationale=rationale, attempts=[*tried, attempt],
+                    abstain_reason="no_evidence")
 
 
 def conclude(

@@ -40,6 +40,12 @@ class GatewaySettings(_Section):
     uncalibrated: Literal["pass", "abstain"] = "pass"
     #: Characters one engine pass may read (see `core.work`); a larger request is refused.
     max_work: int = Field(default=100_000, ge=1_000, le=10_000_000)
+    #: System 2 (see `core.cascade`): providers asked in turn after the chain when its answer
+    #: abstains for want of confidence or of a text to judge, within `cascade_budget_s` in all.
+    cascade: list[str] = Field(default_factory=list)
+    cascade_budget_s: float = Field(default=5.0, gt=0.0, le=300.0)
+    #: Kinds the chain alone answers: they abstain when it is unsure, and never wait for System 2.
+    cascade_skip_kinds: list[str] = Field(default_factory=list)
     log_level: LogLevel = "INFO"
     log_file: str = ""
 
@@ -136,6 +142,11 @@ class Settings:
     def chain(self) -> list[str]:
         """Primary first, then the fallbacks, each once."""
         return list(dict.fromkeys([self.gateway.provider, *self.gateway.fallback]))
+
+    @property
+    def engines(self) -> list[str]:
+        """Every provider a decision may ask: the chain, then the cascade's stages."""
+        return list(dict.fromkeys([*self.chain, *self.gateway.cascade]))
 
     def options_for(self, name: str) -> ProviderOptions:
         return self.providers[name]
@@ -262,8 +273,8 @@ def load_config(env: Mapping[str, str] | None = None) -> LoadedConfig:
         sections[table] = collect.validate(model, table, values) or model()
 
     gateway: GatewaySettings = sections["gateway"]
-    for key in ("provider", "fallback"):
-        names = [gateway.provider] if key == "provider" else gateway.fallback
+    for key in ("provider", "fallback", "cascade"):
+        names = [gateway.provider] if key == "provider" else getattr(gateway, key)
         for name in names:
             if name not in REGISTRY:
                 collect.errors.append(
@@ -282,7 +293,7 @@ def load_config(env: Mapping[str, str] | None = None) -> LoadedConfig:
         if name and name not in REGISTRY:
             collect.errors.append(f"{collect.where('router', table)}: [router.{table}] {key}: unknown provider {name!r}; "
                                   f"available: {', '.join(REGISTRY)}")
-    chain = [gateway.provider, *gateway.fallback]
+    chain = [gateway.provider, *gateway.fallback, *gateway.cascade]
     needed = chain + ([learning.embedder] if learning.enabled else [])
     if router.enabled:
         needed += [name for name in named.values() if name]

@@ -18,27 +18,28 @@ import logging
 import os
 import time
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from ..providers import REGISTRY
-from ..providers.base import Provider, Query
+from ..providers.base import Provider, Query, has_evidence
 from .calibrating import AnswerCalibration
 from .calibration import LOCAL_FITS_NAME, Calibrator
+from .cascade import after_stage, passes_on
 from .chain import Chain, ms
-from .conclude import conclude, failed
+from .conclude import conclude, failed, no_evidence
 from .config import LoadedConfig
 from .events import Observer
 from .feedback import Feedback
-from .heads import LOCAL_HEADS_NAME, Heads
+from .heads import LOCAL_HEADS_NAME, Heads, kind_of
 from .health import HealthMonitor
 from .labels import STORE_NAME, LabelStore
 from .lanes import INTERACTIVE, Lane
 from .learned import LearnedHeads
 from .logs import log_decision, request_id_var
 from .result import Decision
-from .schema import MAX_OPTIONS, ErrorCode, RequestError, new_request_id, parse_request
+from .schema import MAX_OPTIONS, Attempt, ErrorCode, RequestError, new_request_id, parse_request
 from .work import over_budget, work_of
 
 logger = logging.getLogger(__name__)
@@ -68,8 +69,8 @@ class Gateway:
         self.lanes = {name: Lane(p, self.observer, gateway.max_work) for name, p in self.providers.items()}
         names = [n for n in config.settings.chain if n in self.providers]
         self.chain = Chain(names, self.providers, self.lanes, gateway.timeout_s, self.observer)
-        self.monitor = HealthMonitor(config.settings.chain, self.providers, self.lanes, self.chain.breakers,
-                                     gateway.timeout_s, self.observer)
+        self.monitor = HealthMonitor(config.settings.chain, gateway.cascade, self.providers, self.lanes,
+                                     self.chain.breakers, gateway.timeout_s, self.observer)
         self.calibration = AnswerCalibration(calibrator or Calibrator.load(config.learned_dir / LOCAL_FITS_NAME),
                                              self.chain)
         learning = config.settings.learning
@@ -96,7 +97,7 @@ class Gateway:
         """Every configured provider (the config validated them all): the chain's, the
         embedder, and any other, which can be asked by name (`system1 evaluate --provider`)."""
         settings = self.config.settings
-        for name in dict.fromkeys([*settings.chain, *settings.providers]):
+        for name in dict.fromkeys([*settings.engines, *settings.providers]):
             try:
                 self.providers[name] = REGISTRY[name](settings.options_for(name))
             except ValueError as exc:
@@ -178,7 +179,8 @@ class Gateway:
         only: str | None = None,
     ) -> list[Decision]:
         """Every question about one text, in one engine pass where the engine can, each
-        checked, calibrated and held to `threshold`; asked of the chain, or of provider `only`."""
+        checked, calibrated and held to `threshold`; asked of the chain, then of the cascade's
+        stages where it is unsure (`core.cascade`), or of provider `only` alone."""
         request_id = request_id or new_request_id()
         if self.paused:
             return [Decision(request_id, "abstained", rationale=PAUSED_RATIONALE, abstain_reason="paused")
@@ -191,20 +193,96 @@ class Gateway:
             return [Decision.failed(ErrorCode.INVALID_REQUEST, refusal, request_id) for _ in queries]
         loop = asyncio.get_running_loop()
         deadline = None if budget_s is None else loop.time() + budget_s
-        heads = [self.learned.candidates(q) if calibrate else [] for q in queries]
-        if self.learned.answers_with(self.chain.names):
+        asked = Asking(state, client, priority, threshold, calibrate, request_id, deadline)
+        decisions = await self._stage(asked, queries, [only] if only else self.chain.names,
+                                      [[] for _ in queries], heads=True)
+        if calibrate and only is None:
+            decisions = await self._cascade(asked, queries, decisions)
+        return decisions
+
+    async def _cascade(self, asked: Asking, queries: list[Query], decisions: list[Decision]) -> list[Decision]:
+        """Each `[gateway] cascade` stage in turn, for the decisions the stages before passed on."""
+        gateway = self.config.settings.gateway
+        loop = asyncio.get_running_loop()
+        ends = loop.time() + gateway.cascade_budget_s
+        deadline = ends if asked.deadline is None else min(ends, asked.deadline)
+        later = replace(asked, deadline=deadline)
+        for stage, name in enumerate((n for n in gateway.cascade if n in self.providers), start=2):
+            passing = [i for i, (query, decision) in enumerate(zip(queries, decisions))
+                       if passes_on(decision, kind_of(query.question, query.choices, query.kind, query.yes_no),
+                                    gateway.cascade_skip_kinds)]
+            if not passing or deadline - loop.time() <= 0:
+                break
+            answers = await self._stage(later, [queries[i] for i in passing], [name],
+                                        [decisions[i].attempts for i in passing], heads=False)
+            for i, answer in zip(passing, answers):
+                decisions[i] = after_stage(decisions[i], answer, stage)
+        return decisions
+
+    async def _stage(self, asked: Asking, queries: list[Query], names: list[str], tried: list[list[Attempt]],
+                     heads: bool) -> list[Decision]:
+        """One stage: `queries` asked of the chain `names`, each concluded after `tried` (the
+        attempts of earlier stages). A yes/no question with no text to judge goes only to
+        engines that answer without one, and abstains where none is left; uncalibrated asks
+        (for fitting, which needs the engine's answer to an empty text) go to `names` as they are."""
+        decisions: list[Decision | None] = [None] * len(queries)
+        groups: dict[tuple[str, ...], list[int]] = {}
+        for i, query in enumerate(queries):
+            judges = self.askable(asked.state, query, names) if asked.calibrate else names
+            groups.setdefault(tuple(judges), []).append(i)
+        for group, indexes in groups.items():
+            if group:
+                answers = await self._ask(asked, [queries[i] for i in indexes], list(group),
+                                          [tried[i] for i in indexes], heads)
+            else:
+                answers = [no_evidence(asked.request_id, names, tried[i]) for i in indexes]
+            for i, answer in zip(indexes, answers):
+                decisions[i] = answer
+        return [d for d in decisions if d is not None]
+
+    def askable(self, state: Any, query: Query, names: list[str]) -> list[str]:
+        """The engines of `names` that can judge `query` about `state`."""
+        if not query.yes_no or has_evidence(state):
+            return names
+        return [n for n in names if self.providers[n].options.answers_without_context]
+
+    async def _ask(self, asked: Asking, queries: list[Query], names: list[str], tried: list[list[Attempt]],
+                   heads: bool) -> list[Decision]:
+        """`queries` asked of `names`, the answers checked, calibrated (or answered by a learned
+        head) and held to the threshold."""
+        loop = asyncio.get_running_loop()
+
+        def left() -> float | None:
+            return None if asked.deadline is None else asked.deadline - loop.time()
+
+        state, calibrate = asked.state, asked.calibrate
+        found = [self.learned.candidates(q) if heads and calibrate else [] for q in queries]
+        if self.learned.answers_with(names):
             # Where the embedder may be the one answering, one pass can carry the embedding too.
-            queries = [replace(q, embed=True) if found else q for q, found in zip(queries, heads)]
-        answer = await self.chain.ask(state, queries, client, priority, budget_s, work, only=only)
+            queries = [replace(q, embed=True) if head else q for q, head in zip(queries, found)]
+        answer = await self.chain.ask(state, queries, asked.client, asked.priority, left(), work_of(state, queries),
+                                      names=names)
         if answer.answers is None or answer.provider is None:
-            return [failed(request_id, answer) for _ in queries]
-        learned = await self.learned.apply(state, queries, heads, answer.provider, answer.answers,
-                                           None if deadline is None else deadline - loop.time())
+            return [failed(asked.request_id, answer, before) for before in tried]
+        learned = await self.learned.apply(state, queries, found, answer.provider, answer.answers, left())
         fits = [self.calibration.fit(answer.provider, reply, query, state) if calibrate and not head else None
                 for reply, query, head in zip(answer.answers, queries, learned)]
-        baselines = await self.calibration.content_free(state, queries, answer.provider, answer.answers, fits, client,
-                                                        priority, None if deadline is None else deadline - loop.time())
+        baselines = await self.calibration.content_free(state, queries, answer.provider, answer.answers, fits,
+                                                        asked.client, asked.priority, left())
         uncalibrated = self.config.settings.gateway.uncalibrated
-        return [conclude(request_id, answer.attempts, answer.provider, reply, threshold, calibrate, fit, baseline,
-                         head, uncalibrated)
-                for reply, fit, baseline, head in zip(answer.answers, fits, baselines, learned)]
+        return [conclude(asked.request_id, [*before, *answer.attempts], answer.provider, reply, asked.threshold,
+                         calibrate, fit, baseline, head, uncalibrated)
+                for reply, fit, baseline, head, before in zip(answer.answers, fits, baselines, learned, tried)]
+
+
+@dataclass(frozen=True)
+class Asking:
+    """What every stage of one `decide_many` call shares."""
+
+    state: Any
+    client: str
+    priority: int
+    threshold: float
+    calibrate: bool
+    request_id: str
+    deadline: float | None

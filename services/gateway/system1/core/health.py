@@ -27,16 +27,24 @@ Status = Literal["ok", "degraded", "down", "paused"]
 
 
 def overall_status(paused: bool, config_errors: list[str], probes: list[dict[str, Any]]) -> Status:
-    """paused; down with config errors or no engine up; ok when the primary is up; else degraded."""
+    """paused; down with config errors or no engine of the chain up; ok when the primary and
+    every cascade stage are up; else degraded (a fallback answers, or unsure answers abstain)."""
     if paused:
         return "paused"
-    if config_errors or not probes:
+    chain = [p for p in probes if p["role"] != "cascade"]
+    if config_errors or not chain:
         return "down"
-    if serving(probes[0]):
+    if serving(chain[0]) and all(serving(p) for p in probes if p["role"] == "cascade"):
         return "ok"
-    if any(serving(p) for p in probes):
+    if any(serving(p) for p in chain):
         return "degraded"
     return "down"
+
+
+def role(index: int, name: str, chain: list[str]) -> str:
+    if name not in chain:
+        return "cascade"
+    return "primary" if index == 0 else "fallback"
 
 
 def serving(probe: dict[str, Any]) -> bool:
@@ -44,9 +52,11 @@ def serving(probe: dict[str, Any]) -> bool:
 
 
 class HealthMonitor:
-    def __init__(self, chain: list[str], providers: Mapping[str, Provider], lanes: Mapping[str, Lane],
-                 breakers: Mapping[str, Breaker], timeout_s: float, observer: Observer) -> None:
-        self.names = [name for name in chain if name in providers]
+    def __init__(self, chain: list[str], cascade: list[str], providers: Mapping[str, Provider],
+                 lanes: Mapping[str, Lane], breakers: Mapping[str, Breaker], timeout_s: float,
+                 observer: Observer) -> None:
+        self.chain = [name for name in chain if name in providers]
+        self.names = list(dict.fromkeys([*self.chain, *(name for name in cascade if name in providers)]))
         self.providers = providers
         self.lanes = lanes
         self.breakers = breakers
@@ -83,11 +93,12 @@ class HealthMonitor:
         return await asyncio.shield(task)
 
     async def check(self, max_age_s: float = 0.0) -> list[dict[str, Any]]:
-        """Each engine in the chain: name, role, probe (ok, latency, detail), its circuit, its
-        lane's queue and passes in flight, and the lane's problem if it has one."""
+        """Each engine of the chain and the cascade: name, role (primary, fallback, cascade),
+        probe (ok, latency, detail), its circuit, its lane's queue and passes in flight, and the
+        lane's problem if it has one."""
         probes = await asyncio.gather(*(self.probe(n, max_age_s) for n in self.names))
         return [
-            {"name": name, "role": "primary" if i == 0 else "fallback", **probe,
+            {"name": name, "role": role(i, name, self.chain), **probe,
              "circuit": self.breakers[name].state, "queued": self.lanes[name].queued,
              "in_flight": self.lanes[name].in_flight, "problem": self.lanes[name].problem(self.request_timeout_s)}
             for i, (name, probe) in enumerate(zip(self.names, probes))

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from .schema import Attempt, DecideResponse, ErrorCode, ErrorInfo, Status, new_request_id
 
-AbstainReason = Literal["engine", "threshold", "paused", "uncalibrated"]
+AbstainReason = Literal["engine", "threshold", "paused", "uncalibrated", "no_evidence"]
 Calibration = Literal["question", "options", "unseen", "head", "none"]
 
 
@@ -38,6 +38,8 @@ class Decision:
     retry_after_s: int | None = None
     #: The kind whose learned head answered (see `core.heads`), for metrics.
     head: str | None = None
+    #: The cascade stage that gave this answer (see `core.cascade`): 1 for the chain.
+    stage: int = 1
 
     @classmethod
     def failed(

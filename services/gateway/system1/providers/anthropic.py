@@ -45,6 +45,7 @@ INSTRUCTIONS = (
 class AnthropicOptions(ProviderOptions):
     endpoint: str = "https://api.anthropic.com"
     model: str = "claude-haiku-5-5"
+    answers_without_context: bool = True  # a chat model answers from what it knows
 
     @field_validator("endpoint")
     @classmethod

@@ -184,6 +184,10 @@ class ProviderOptions(BaseModel):
     max_batch: int = Field(default=32, ge=1, le=64)
     breaker_failures: int = Field(default=3, ge=0, le=1000)
     breaker_cooldown_s: float = Field(default=30.0, gt=0.0, le=3600.0)
+    #: Whether the engine may answer a yes/no question that comes with no text to judge. A chat
+    #: model answers from what it knows; an engine that compares the question with a text would
+    #: compare it with itself and say "yes" for certain, so the core abstains for it instead.
+    answers_without_context: bool = False
 
 
 class Provider(abc.ABC):
@@ -279,6 +283,18 @@ def context_text(state: Any) -> str | None:
     if state in (None, {}, ""):
         return None
     return state if isinstance(state, str) else json.dumps(state, ensure_ascii=False)
+
+
+def has_evidence(state: Any) -> bool:
+    """Whether `state` holds anything to judge: a string that is not blank, or any other value,
+    at any depth (`{"command": ""}` holds nothing)."""
+    if isinstance(state, str):
+        return bool(state.strip())
+    if isinstance(state, dict):
+        return any(has_evidence(value) for value in state.values())
+    if isinstance(state, list):
+        return any(has_evidence(value) for value in state)
+    return state is not None
 
 
 def shares_rationale(label: str, probabilities: dict[str, float], top: int = 5) -> str:

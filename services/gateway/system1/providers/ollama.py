@@ -35,6 +35,7 @@ TOP_LOGPROBS = 20  # Ollama's maximum
 class OllamaOptions(HttpOptions):
     endpoint: str = "http://127.0.0.1:11434"
     model: str = Field(default="", validate_default=True)
+    answers_without_context: bool = True  # a chat model answers from what it knows
 
     @field_validator("model")
     @classmethod

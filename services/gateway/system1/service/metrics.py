@@ -63,6 +63,9 @@ class Metrics(Observer):
                                   ["provider", "fit"], registry=r)
         self.head_decisions = Counter("system1_head_decisions", "Answers given by a learned head, by kind.",
                                       ["kind"], registry=r)
+        self.stage_decisions = Counter("system1_stage_decisions",
+                                       "Decisions by the cascade stage that gave them (1: the chain) and status.",
+                                       ["stage", "status"], registry=r)
         self.confidence = Histogram("system1_confidence", "Confidence of answered decisions.",
                                     buckets=CONFIDENCE_BUCKETS, registry=r)
         self.client_decisions = Counter("system1_client_decisions", "Decisions per configured client.",
@@ -127,6 +130,8 @@ class Metrics(Observer):
             self._child(self.calibrated, decision.provider, decision.calibration).inc()
         if decision.head is not None:
             self._child(self.head_decisions, decision.head).inc()
+        if decision.status != "error":
+            self._child(self.stage_decisions, str(decision.stage), decision.status).inc()
         if decision.confidence is not None:
             self.confidence.observe(decision.confidence)
         if decision.retry_after_s is not None:

@@ -1,0 +1,42 @@
+"""System 2: what passes from one stage to the next, and how the stages' answers become one.
+
+Stage 1 is the chain (the primary with its error fallbacks, learned heads, calibration). A
+decision it abstains on for want of confidence or of a text to judge is asked again of each
+`[gateway] cascade` provider in turn; the first sure answer decides, and if the last stage is
+unsure too the decision abstains. The fallback chain stays apart: an engine that fails is the
+fallback's case, an engine that is unsure is the cascade's.
+
+The attempts carry every stage's tries, and the rationale names the stage that decided and why
+the earlier ones passed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .result import Decision
+
+#: The abstentions a later stage may resolve: unsure, no fit, no text to judge, the engine's own.
+PASSED_ON = frozenset({"threshold", "uncalibrated", "no_evidence", "engine"})
+
+
+def passes_on(decision: Decision, kind: str, skip_kinds: list[str]) -> bool:
+    """Whether a later stage is asked about `decision` (of question kind `kind`)."""
+    return decision.status == "abstained" and decision.abstain_reason in PASSED_ON and kind not in skip_kinds
+
+
+def why_passed(decision: Decision) -> str:
+    """The earlier stage's reason for passing, from its last attempt."""
+    last = decision.attempts[-1] if decision.attempts else None
+    detail = last.detail if last is not None and last.detail else decision.abstain_reason
+    return f"{decision.provider or (last.provider if last else 'stage 1')}: {detail}"
+
+
+def after_stage(before: Decision, after: Decision, stage: int) -> Decision:
+    """One decision from an earlier stage's abstention `before` and stage `stage`'s answer
+    `after` (whose attempts already include `before`'s). A stage that failed leaves `before`
+    standing, with the failed tries added."""
+    if after.status == "error":
+        return replace(before, attempts=after.attempts)
+    note = f"[stage {stage}, {after.provider}, after {why_passed(before)}]"
+    return replace(after, rationale=f"{after.rationale} {note}".strip(), stage=stage)

@@ -1,0 +1,151 @@
+"""System 2: the cascade's stages after the chain, and no answer without evidence."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from system1.core.gateway import Gateway
+from system1.providers.base import Capabilities, EngineAnswer, HealthProbe, OneQuestionProvider, ProviderError, Query
+
+from ..helpers import config_in
+
+pytestmark = pytest.mark.anyio
+
+CHOICE = {"question": "Which team should handle a double charge?", "options": ["billing", "technical"]}
+YES_NO = {"question": "Is this command destructive?", "context": {"command": "rm -rf build/"}}
+
+
+class Engine(OneQuestionProvider):
+    """Answers its first option with probability `p`, after `delay_s`; records what it read."""
+
+    def __init__(self, name: str, p: float = 0.9, delay_s: float = 0.0, fail: str = "",
+                 without_context: bool = False) -> None:
+        super().__init__(OneQuestionProvider.Options(answers_without_context=without_context))
+        self.name, self.p, self.delay_s, self.fail = name, p, delay_s, fail
+        self.asked: list[tuple[object, str]] = []
+
+    async def decide_one(self, state, query: Query, timeout_s: float) -> EngineAnswer:
+        self.asked.append((state, query.question))
+        await asyncio.sleep(self.delay_s)
+        if self.fail:
+            raise ProviderError(self.fail, provider=self.name)
+        rest = (1 - self.p) / (len(query.choices) - 1)
+        shares = {c: self.p if i == 0 else rest for i, c in enumerate(query.choices)}
+        return EngineAnswer(query.choices[0], self.p, shares, f"{self.name} read it", f"{self.name}-model")
+
+    async def health(self, timeout_s: float) -> HealthProbe:
+        return HealthProbe(not self.fail, self.fail or "up")
+
+    def capabilities(self) -> Capabilities:
+        return Capabilities(max_options=None, model=f"{self.name}-model")
+
+
+def cascade(tmp_path, fast: Engine, judge: Engine | None, extra: str = "") -> Gateway:
+    stages = '["mock"]' if judge else "[]"
+    toml = f'[gateway]\nprovider = "systemone"\ncascade = {stages}\nmin_confidence = 0.6\n{extra}'
+    providers = {"systemone": fast, **({"mock": judge} if judge else {})}
+    return Gateway(config_in(tmp_path, toml), providers=providers)
+
+
+async def test_a_sure_first_stage_answers_and_the_judge_is_never_asked(tmp_path):
+    fast, judge = Engine("systemone", p=0.9), Engine("mock", p=0.95)
+    decision = await cascade(tmp_path, fast, judge).decide(CHOICE)
+    assert decision.status == "decided" and decision.provider == "systemone" and decision.stage == 1
+    assert judge.asked == [] and [a.provider for a in decision.attempts] == ["systemone"]
+
+
+async def test_an_unsure_first_stage_passes_to_the_judge_which_decides_and_says_why_the_first_passed(tmp_path):
+    fast, judge = Engine("systemone", p=0.55), Engine("mock", p=0.9)
+    decision = await cascade(tmp_path, fast, judge).decide(CHOICE)
+    assert decision.status == "decided" and decision.decision == "billing" and decision.provider == "mock"
+    assert decision.stage == 2 and decision.confidence == pytest.approx(0.9)
+    assert [(a.provider, a.outcome, a.detail) for a in decision.attempts] == [
+        ("systemone", "abstained", "confidence 0.55 below 0.60"), ("mock", "ok", None)]
+    assert decision.rationale.endswith("[stage 2, mock, after systemone: confidence 0.55 below 0.60]")
+
+
+async def test_when_the_last_stage_is_unsure_too_the_decision_abstains(tmp_path):
+    fast, judge = Engine("systemone", p=0.55), Engine("mock", p=0.52)
+    decision = await cascade(tmp_path, fast, judge).decide(CHOICE)
+    assert decision.status == "abstained" and decision.abstain_reason == "threshold"
+    assert decision.provider == "mock" and decision.stage == 2
+    assert [a.outcome for a in decision.attempts] == ["abstained", "abstained"]
+
+
+async def test_a_judge_that_fails_leaves_the_first_stage_abstention_with_its_try_added(tmp_path):
+    fast, judge = Engine("systemone", p=0.55), Engine("mock", fail="model not loaded")
+    decision = await cascade(tmp_path, fast, judge).decide(CHOICE)
+    assert decision.status == "abstained" and decision.provider == "systemone" and decision.stage == 1
+    assert decision.confidence == pytest.approx(0.55)
+    assert [(a.provider, a.outcome) for a in decision.attempts] == [("systemone", "abstained"), ("mock", "error")]
+
+
+async def test_a_judge_slower_than_the_cascade_budget_is_cut_off_and_the_abstention_stands(tmp_path):
+    fast, judge = Engine("systemone", p=0.55), Engine("mock", delay_s=30)
+    gateway = cascade(tmp_path, fast, judge, "cascade_budget_s = 0.2\n")
+    decision = await asyncio.wait_for(gateway.decide(CHOICE), 10)
+    assert decision.status == "abstained" and decision.provider == "systemone"
+    assert [(a.provider, a.outcome) for a in decision.attempts] == [("systemone", "abstained"), ("mock", "timeout")]
+
+
+async def test_a_kind_that_skips_the_cascade_abstains_without_asking_the_judge(tmp_path):
+    fast, judge = Engine("systemone", p=0.55), Engine("mock", p=0.9)
+    gateway = cascade(tmp_path, fast, judge, 'cascade_skip_kinds = ["triage"]\n')
+    decision = await gateway.decide({**CHOICE, "kind": "triage"})
+    assert decision.status == "abstained" and judge.asked == []
+
+
+async def test_a_provider_asked_by_name_answers_alone(tmp_path):
+    fast, judge = Engine("systemone", p=0.55), Engine("mock", p=0.9)
+    [decision] = await cascade(tmp_path, fast, judge).decide_many(
+        None, [Query(CHOICE["question"], CHOICE["options"])], "local", threshold=0.6, only="systemone")
+    assert decision.status == "abstained" and judge.asked == []
+
+
+@pytest.mark.parametrize("context", [None, {}, {"command": ""}, {"command": " ", "args": [], "cwd": None}])
+async def test_a_yes_no_question_with_nothing_to_judge_is_never_answered_by_an_engine_that_needs_a_text(
+        tmp_path, context):
+    fast = Engine("systemone", p=1.0)
+    request = {"question": "Should I delete the production database?"}
+    decision = await cascade(tmp_path, fast, None).decide(
+        request if context is None else {**request, "context": context})
+    assert decision.status == "abstained" and decision.abstain_reason == "no_evidence"
+    assert decision.confidence is None and decision.decision is None and fast.asked == []
+    assert "no context" in decision.rationale
+
+
+async def test_a_yes_no_question_with_nothing_to_judge_goes_to_a_judge_that_answers_without_one(tmp_path):
+    fast, judge = Engine("systemone", p=1.0), Engine("mock", p=0.8, without_context=True)
+    decision = await cascade(tmp_path, fast, judge).decide({"question": "Is Paris the capital of Germany?"})
+    assert fast.asked == [] and judge.asked == [(None, "Is Paris the capital of Germany?")]
+    assert decision.status == "decided" and decision.provider == "mock" and decision.stage == 2
+    assert [(a.provider, a.outcome) for a in decision.attempts] == [("systemone", "abstained"), ("mock", "ok")]
+    assert "no text to judge" in decision.rationale
+
+
+async def test_a_yes_no_question_with_a_text_and_a_choice_without_one_still_reach_the_first_stage(tmp_path):
+    fast = Engine("systemone", p=0.9)
+    gateway = cascade(tmp_path, fast, None)
+    assert (await gateway.decide(YES_NO)).status == "decided"
+    assert (await gateway.decide(CHOICE)).status == "decided"
+    assert len(fast.asked) == 2
+
+
+async def test_several_questions_about_one_text_split_by_what_each_engine_can_judge(tmp_path):
+    fast, judge = Engine("systemone", p=0.9), Engine("mock", p=0.9, without_context=True)
+    decisions = await cascade(tmp_path, fast, judge).decide_many(
+        None, [Query("Is it risky?", ["yes", "no"], yes_no=True), Query(CHOICE["question"], CHOICE["options"])],
+        "local", threshold=0.6)
+    assert [(d.provider, d.stage) for d in decisions] == [("mock", 2), ("systemone", 1)]
+
+
+async def test_health_names_the_cascade_stage_and_is_degraded_while_it_is_down(tmp_path):
+    from system1.service.reports import health_report
+
+    fast, judge = Engine("systemone"), Engine("mock", fail="model not loaded")
+    report = await health_report(cascade(tmp_path, fast, judge))
+    assert [(p["name"], p["role"], p["ok"]) for p in report["providers"]] == [
+        ("systemone", "primary", True), ("mock", "cascade", False)]
+    assert report["status"] == "degraded"
