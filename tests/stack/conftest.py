@@ -15,7 +15,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 GATEWAY = "http://127.0.0.1:8080"
 PROMETHEUS = "http://127.0.0.1:9090"
-CONTAINERS = ("system1-gateway", "system1-systemone", "system1-metrics")
+CONTAINERS = ("system1-gateway", "system1-systemone", "system1-metrics", "system1-llama")
 # The gateway reads a copy of deploy/config.toml, which a test may edit as a user edits theirs.
 STACK_CONFIG = ROOT / "build" / "stack" / "config.toml"
 
@@ -55,7 +55,7 @@ def stack():
     os.environ["SYSTEM1_CONFIG_FILE"] = str(STACK_CONFIG)  # for every compose command of the session
     env = {**os.environ, "COMPOSE_PROJECT_NAME": "system1"}
     subprocess.run([*compose, "down", "-v", "--remove-orphans"], cwd=ROOT, env=env, capture_output=True, timeout=300)
-    subprocess.run(["docker", "rm", "-f", *CONTAINERS, "system1-llama"], capture_output=True, timeout=120)
+    subprocess.run(["docker", "rm", "-f", *CONTAINERS], capture_output=True, timeout=120)
     subprocess.run([*compose, "up", "-d"], cwd=ROOT, env=env, check=True, timeout=600)
     try:
         for container in CONTAINERS:

@@ -1,9 +1,10 @@
 """What only the containers show: the default stack answers with the real engine, publishes
 on loopback only, serves MCP over `docker exec -i`, survives the loss of its engine, is scraped
-by Prometheus, runs the commands the plugin's skills give it, switches to llama-server in its own
-container with one config change and a reload, routes chat between the llama tier and a cloud
-tier (falling through, keeping private prompts local), has data for every dashboard panel after
-routed traffic, and the torch image serves each torch engine."""
+by Prometheus, runs the commands the plugin's skills give it, passes what MiniLM is unsure of to
+the llama judge (System 2), switches to llama-server as the primary with one config change and a
+reload, routes chat between the llama tier and a cloud tier (falling through, keeping private
+prompts local), has data for every dashboard panel after routed traffic, and the torch image
+serves each torch engine."""
 
 from __future__ import annotations
 
@@ -100,7 +101,8 @@ def test_losing_the_engine_under_load_fails_cleanly_and_recovers(stack, http):
     def stream():
         with httpx.Client(base_url="http://127.0.0.1:8080", timeout=60) as client:
             while not stop.is_set():
-                response = client.post("/v1/decide", json=TEAMS)
+                # Threshold 0: MiniLM answers every one (no stage 2), so the outage is MiniLM's alone.
+                response = client.post("/v1/decide", json={**TEAMS, "min_confidence": 0})
                 results.append((response.status_code, response.json()))
 
     worker = threading.Thread(target=stream)
@@ -221,26 +223,41 @@ def test_learn_in_its_container_writes_heads_the_gateway_then_serves(stack, http
     assert [h["n"] for h in heads if h["kind"] == kind] == [80]  # this installation's head, over the shipped one
 
 
-def test_the_llama_engine_answers_after_one_config_change_and_a_reload(stack, http):
-    compose = [*compose_command(), "--profile", "llama"]
-    env = {**os.environ, "COMPOSE_PROJECT_NAME": "system1"}
+def test_what_minilm_is_unsure_of_is_decided_by_the_llama_judge_out_of_the_box(stack, http):
+    # 0.99: no MiniLM answer is that sure, so the decision passes to stage 2 whatever its fit.
+    response = http.post("/v1/decide", json={**TEAMS, "context": {"message": "I was charged twice for one order"},
+                                             "min_confidence": 0.99})
+    body = DecideResponse.model_validate(response.json())
+    assert response.status_code == 200 and [a.provider for a in body.attempts] == ["systemone", "llama"], response.text
+    assert body.attempts[0].outcome == "abstained" and body.attempts[1].outcome in ("ok", "abstained")
+    assert "[stage 2, llama, after systemone: confidence" in body.rationale
+    assert body.rationale.startswith("llama qwen2.5-coder-1.5b-decision:")  # the server's alias names the model
+    health = http.get("/v1/health").json()
+    assert health["status"] == "ok"
+    assert [(p["name"], p["role"], p["ok"]) for p in health["providers"]] == [
+        ("systemone", "primary", True), ("llama", "cascade", True)]
+
+
+def test_a_yes_no_question_with_nothing_to_judge_abstains_instead_of_a_certain_yes(stack, http):
+    body = http.post("/v1/decide", json={"question": "Should I delete the production database?"}).json()
+    assert body["status"] == "abstained" and body["confidence"] is None and body["decision"] is None
+    assert [(a["provider"], a["outcome"]) for a in body["attempts"]] == [("systemone", "abstained"), ("llama", "abstained")]
+
+
+def test_the_llama_engine_answers_as_the_primary_after_one_config_change_and_a_reload(stack, http):
     original = STACK_CONFIG.read_text()
-    subprocess.run([*compose, "up", "-d", "llama"], cwd=ROOT, env=env, check=True, capture_output=True, timeout=300)
     try:
-        wait_until(lambda: health_status("system1-llama") == "healthy", 180, "system1-llama to be healthy")
         STACK_CONFIG.write_text(original.replace('provider = "systemone"', 'provider = "llama"', 1))  # same file, in place
         assert in_gateway("reload").returncode == 0
         response = http.post("/v1/decide", json={**TEAMS, "context": {"message": "I was charged twice"}, "min_confidence": 0})
         body = DecideResponse.model_validate(response.json())
         assert response.status_code == 200 and body.status == "decided", response.text
         assert body.provider == "llama" and body.decision in TEAMS["options"]
-        assert body.rationale.startswith("llama gemma3-270m-decision:")  # the server's alias names the model
         providers = {p["name"]: p for p in http.get("/v1/health").json()["providers"]}
-        assert providers["llama"]["ok"] is True
+        assert providers["llama"]["ok"] is True and providers["llama"]["role"] == "primary"
     finally:
         STACK_CONFIG.write_text(original)
         in_gateway("reload")
-        subprocess.run([*compose, "rm", "-sf", "llama"], cwd=ROOT, env=env, capture_output=True, timeout=120)
     assert http.post("/v1/decide", json={**TEAMS, "min_confidence": 0}).json()["provider"] == "systemone"
 
 
@@ -318,18 +335,22 @@ def _start_fake_cloud() -> None:
     subprocess.run(fake, check=True, capture_output=True, timeout=60)
 
 
+def test_the_readmes_router_example_is_answered_by_the_local_tier_without_any_key(stack):
+    with openai.OpenAI(base_url="http://127.0.0.1:8080/v1", api_key="unused", max_retries=0, timeout=120) as chat:
+        raw = chat.chat.completions.with_raw_response.create(
+            model="auto", max_tokens=16, messages=[{"role": "user", "content": "Say hi in three words"}])
+    assert raw.headers["x-router-model"] == "local/qwen2.5-coder-1.5b", raw.headers
+    assert raw.parse().choices[0].message.content
+
+
 def test_the_router_routes_between_the_llama_tier_and_a_cloud_tier_and_keeps_private_prompts_local(stack, http):
-    compose = [*compose_command(), "--profile", "llama"]
-    env = {**os.environ, "COMPOSE_PROJECT_NAME": "system1"}
     original = STACK_CONFIG.read_text()
-    subprocess.run([*compose, "up", "-d", "llama"], cwd=ROOT, env=env, check=True, capture_output=True, timeout=300)
     _start_fake_cloud()
     chat = openai.OpenAI(base_url="http://127.0.0.1:8080/v1", api_key="unused", max_retries=0, timeout=120)
     hello = [{"role": "user", "content": "Say hi in three words"}]
     try:
-        wait_until(lambda: health_status("system1-llama") == "healthy", 180, "system1-llama to be healthy")
-        # The cloud tier clears every floor; the local Gemma tier is the fallback.
-        config = original.replace('fallback_model = "anthropic/claude-sonnet-4.5"', 'fallback_model = "local/gemma-3-270m"')
+        # The cloud tier clears every floor; the local Qwen tier is the fallback.
+        config = original.replace('fallback_model = "anthropic/claude-sonnet-4.5"', 'fallback_model = "local/qwen2.5-coder-1.5b"')
         STACK_CONFIG.write_text(config.replace('private = "prefer_local"', 'private = "ignore"') + ROUTER_TIERS)
         assert in_gateway("reload").returncode == 0
         wait_until(lambda: _fake_cloud_asked() is not None, 60, "the fake cloud tier to answer")
@@ -343,12 +364,12 @@ def test_the_router_routes_between_the_llama_tier_and_a_cloud_tier_and_keeps_pri
         _inject("cloud/fake", "429")
         raw = chat.chat.completions.with_raw_response.create(model="auto", max_tokens=8,
                                                               messages=[{"role": "user", "content": "Say hi, 429"}])
-        assert (raw.headers["x-router-model"], raw.headers["x-router-failed"]) == ("local/gemma-3-270m", "cloud/fake")
+        assert (raw.headers["x-router-model"], raw.headers["x-router-failed"]) == ("local/qwen2.5-coder-1.5b", "cloud/fake")
         _inject("cloud/fake", "503")
         with chat.chat.completions.with_streaming_response.create(
                 model="auto", max_tokens=8, stream=True, messages=[{"role": "user", "content": "Say hi, 503"}]) as streamed:
             assert (streamed.headers["x-router-model"], streamed.headers["x-router-failed"]) == \
-                ("local/gemma-3-270m", "cloud/fake")
+                ("local/qwen2.5-coder-1.5b", "cloud/fake")
             assert b"data: [DONE]" in b"".join(streamed.iter_bytes())
         # ...but a stream that breaks after it started is not sent again: the client gets an error.
         _inject("cloud/fake", "break")
@@ -360,7 +381,7 @@ def test_the_router_routes_between_the_llama_tier_and_a_cloud_tier_and_keeps_pri
         # With the cloud tier gone, the request falls through as well.
         subprocess.run(["docker", "stop", "system1-fakecloud"], check=True, capture_output=True, timeout=60)
         raw = chat.chat.completions.with_raw_response.create(model="auto", max_tokens=8, messages=hello)
-        assert raw.headers["x-router-model"] == "local/gemma-3-270m" and raw.headers["x-router-failed"] == "cloud/fake"
+        assert raw.headers["x-router-model"] == "local/qwen2.5-coder-1.5b" and raw.headers["x-router-failed"] == "cloud/fake"
         assert raw.parse().choices[0].message.content
         # Under local_only, a prompt holding a credential never reaches the cloud tier.
         subprocess.run(["docker", "start", "system1-fakecloud"], check=True, capture_output=True, timeout=60)
@@ -370,7 +391,7 @@ def test_the_router_routes_between_the_llama_tier_and_a_cloud_tier_and_keeps_pri
         asked_before = _fake_cloud_asked()
         secret = [{"role": "user", "content": "Why does `AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE terraform apply` fail?"}]
         raw = chat.chat.completions.with_raw_response.create(model="auto", max_tokens=8, messages=secret)
-        assert raw.headers["x-router-model"] == "local/gemma-3-270m"
+        assert raw.headers["x-router-model"] == "local/qwen2.5-coder-1.5b"
         assert _fake_cloud_asked() == asked_before
         log = subprocess.run(["docker", "exec", "system1-gateway", "tail", "-n", "1", "/var/lib/system1/logs/router.jsonl"],
                              capture_output=True, text=True, timeout=60)
@@ -381,7 +402,6 @@ def test_the_router_routes_between_the_llama_tier_and_a_cloud_tier_and_keeps_pri
         STACK_CONFIG.write_text(original)
         in_gateway("reload")
         subprocess.run(["docker", "rm", "-f", "system1-fakecloud"], capture_output=True, timeout=60)
-        subprocess.run([*compose, "rm", "-sf", "llama"], cwd=ROOT, env=env, capture_output=True, timeout=120)
 
 
 LEARNING_LOOP = '''
@@ -410,6 +430,7 @@ def test_every_dashboard_panel_returns_data_from_prometheus_after_real_traffic(s
     each panel's query of deploy/grafana, asked of the stack's Prometheus, has a number."""
     original = STACK_CONFIG.read_text()
     _start_fake_cloud()
+    subprocess.run(["docker", "stop", "system1-llama"], check=True, capture_output=True, timeout=60)
     config = (original.replace('fallback_model = "anthropic/claude-sonnet-4.5"',
                                'fallback_model = "cloud/fake"\nmin_skill = [0.1, 0.1, 0.1, 0.1]\nrisk_bonus = [0.0, 0.0, 0.0]')
               .replace('private = "prefer_local"', 'private = "ignore"')
@@ -423,7 +444,7 @@ def test_every_dashboard_panel_returns_data_from_prometheus_after_real_traffic(s
             for i in range(3):
                 raw = chat.chat.completions.with_raw_response.create(
                     model="auto", max_tokens=8, messages=[{"role": "user", "content": f"Write a haiku, take {round_}.{i}"}])
-                assert raw.headers["x-router-failed"] == "local/gemma-3-270m", raw.headers  # llama is not running
+                assert raw.headers["x-router-failed"] == "local/qwen2.5-coder-1.5b", raw.headers  # llama is stopped
                 assert raw.headers["x-router-escalated"] == "cloud/cheap -> cloud/fake", raw.headers
             abstained = http.post("/v1/decide", json={**TEAMS, "min_confidence": 0.999}).json()
             assert abstained["status"] == "abstained"
@@ -446,3 +467,5 @@ def test_every_dashboard_panel_returns_data_from_prometheus_after_real_traffic(s
         STACK_CONFIG.write_text(original)
         in_gateway("reload")
         subprocess.run(["docker", "rm", "-f", "system1-fakecloud"], capture_output=True, timeout=60)
+        subprocess.run(["docker", "start", "system1-llama"], capture_output=True, timeout=60)
+        wait_until(lambda: health_status("system1-llama") == "healthy", 180, "system1-llama to be healthy again")

@@ -285,6 +285,46 @@ def context_text(state: Any) -> str | None:
     return state if isinstance(state, str) else json.dumps(state, ensure_ascii=False)
 
 
+def head_and_tail(text: str, limit: int) -> str:
+    """At most about `limit` characters of `text`: its start and its end, which say the most."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n…\n{text[-half:]}"
+
+
+def shortened(state: Any, limit: int) -> Any:
+    """`state` with its strings cut (start and end kept) so that together they hold about
+    `limit` characters, each in proportion to its length; its shape is kept."""
+    lengths: list[int] = []
+
+    def measure(value: Any) -> None:
+        if isinstance(value, str):
+            lengths.append(len(value))
+        elif isinstance(value, dict):
+            for item in value.values():
+                measure(item)
+        elif isinstance(value, list):
+            for item in value:
+                measure(item)
+
+    measure(state)
+    total = sum(lengths)
+    if total <= limit:
+        return state
+
+    def cut(value: Any) -> Any:
+        if isinstance(value, str):
+            return head_and_tail(value, max(1, limit * len(value) // total))
+        if isinstance(value, dict):
+            return {key: cut(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [cut(item) for item in value]
+        return value
+
+    return cut(state)
+
+
 def has_evidence(state: Any) -> bool:
     """Whether `state` holds anything to judge: a string that is not blank, or any other value,
     at any depth (`{"command": ""}` holds nothing)."""

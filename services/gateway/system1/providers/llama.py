@@ -8,6 +8,11 @@ set `max_options` to it so that a longer list is refused before the call. The re
 is the server's `--alias`, else the model file's path: only its file name keys calibration, so
 moving the file keeps the fits. Its key, if the server was started with `--api-key`, comes from
 `SYSTEM1_LLAMA_API_KEY`.
+
+The judged text is cut here, before the call, to `max_text_chars` (its start and end kept): an
+LLM reads every token of its prompt before it answers, about 150 tokens a second on two CPU
+cores, so the text's length is the judge's latency; the cut keeps a decision within the
+cascade's budget and the prompt within the server's context.
 """
 
 from __future__ import annotations
@@ -15,13 +20,17 @@ from __future__ import annotations
 from pathlib import PurePath
 from typing import Any, ClassVar, Literal
 
-from .base import Provider, Query
+from pydantic import Field
+
+from .base import EngineAnswer, Provider, Query, shortened
 from .systemone import SystemOneOptions, SystemOneProvider
 
 
 class LlamaOptions(SystemOneOptions):
     endpoint: str = "http://127.0.0.1:8080"
     batch: Literal[False] = False  # llama-server has no batch endpoint
+    #: The judged text's characters sent at most (about 4 a token): see the module's note.
+    max_text_chars: int = Field(default=2000, ge=100, le=1_000_000)
 
 
 class LlamaProvider(SystemOneProvider):
@@ -37,6 +46,9 @@ class LlamaProvider(SystemOneProvider):
         return {}  # it would refuse serve.py's `embed` field
 
     embed = Provider.embed  # no embeddings: `ProviderError`
+
+    async def decide_many(self, state: Any, queries: list[Query], timeout_s: float) -> list[EngineAnswer]:
+        return await super().decide_many(shortened(state, self.options.max_text_chars), queries, timeout_s)
 
     def answered_model(self, reply: dict[str, Any]) -> str:
         model = str(reply.get("model") or self.model_id)

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.lanes import INTERACTIVE
-from ..providers.base import Query
+from ..providers.base import Query, head_and_tail
 from ..core.router_config import RouterSettings
 from .scoring import BELOW_FLOOR, Candidate, Route
-from .signals import Decider, judged_text, provider_for
+from .signals import Decider, provider_for
 
 CHECK_QUESTION = "Does this answer satisfy the request?"
 CHECK_KIND = "router-check"
@@ -86,7 +86,7 @@ async def judge(decider: Decider, settings: RouterSettings, request: str, answer
     if not may_leave(provider):
         return Verdict(model, None, error="a private prompt's answer may not reach the check's engine (private = \"local_only\")")
     chars = settings.check.chars
-    state = {"request": judged_text(request, chars), "answer": judged_text(answer, chars)}
+    state = {"request": head_and_tail(request, chars), "answer": head_and_tail(answer, chars)}
     started = time.perf_counter()
     [decision] = await decider.decide_many(state, [Query(CHECK_QUESTION, ["yes", "no"], yes_no=True, kind=CHECK_KIND)],
                                            client, INTERACTIVE, threshold=0.0, only=provider)

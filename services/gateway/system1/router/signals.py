@@ -19,7 +19,7 @@ from typing import Protocol
 
 from ..core.lanes import INTERACTIVE
 from ..core.result import Decision
-from ..providers.base import Query
+from ..providers.base import Query, head_and_tail
 from ..core.router_config import RouterSettings
 from .scoring import Signals
 
@@ -82,18 +82,10 @@ def questions(settings: RouterSettings) -> list[Query]:
     ]
 
 
-def judged_text(text: str, limit: int) -> str:
-    """At most `limit` characters of the prompt: its start and its end, which say the most."""
-    if len(text) <= limit:
-        return text
-    half = limit // 2
-    return f"{text[:half]}\n…\n{text[-half:]}"
-
-
 def decision_state(text: str, limit: int) -> dict[str, str]:
     """What the engine is asked about: the judged prompt, as the context of a decide request
     would carry it (so labelled rows for `system1 learn` reproduce it exactly)."""
-    return {"prompt": judged_text(text, limit)}
+    return {"prompt": head_and_tail(text, limit)}
 
 
 def expected_level(decision: Decision, levels: tuple[str, ...]) -> float | None:
