@@ -51,12 +51,13 @@ def app_transport(tmp_path: Path, toml: str, **env: str) -> tuple[httpx.ASGITran
     return httpx.ASGITransport(app=create_app(service)), service
 
 
-def call(transport: httpx.ASGITransport, method: str, path: str, json: object = None) -> httpx.Response:
+def call(transport: httpx.ASGITransport, method: str, path: str, json: object = None,
+         headers: dict[str, str] | None = None) -> httpx.Response:
     """One request through `transport`, from synchronous code."""
 
     async def send() -> httpx.Response:
         async with httpx.AsyncClient(transport=transport, base_url=BASE_URL) as http:
-            return await http.request(method, path, json=json)
+            return await http.request(method, path, json=json, headers=headers)
 
     return asyncio.run(send())
 

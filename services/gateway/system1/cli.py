@@ -89,6 +89,10 @@ def parser() -> argparse.ArgumentParser:
     learn.add_argument("--threshold", type=SHARE, help="for coverage and accuracy (default: [gateway] min_confidence)")
     learn.add_argument("--repeats", type=bounded(int, 1, 50), default=5,
                        help="splits into folds, each drawn afresh, that the held-out figures are averaged over (default 5)")
+    learn.add_argument("--teacher", metavar="PROVIDER",
+                       help="label the --pool rows with this configured provider's sure answers and train on them too")
+    learn.add_argument("--pool", action="append", default=[], metavar="FILE",
+                       help="unlabelled JSONL rows (or a router shadow log) for the teacher; repeatable")
     learn.set_defaults(func=command("learn"))
 
     prompts = commands.add_parser("prompts", parents=[service],

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from system1.cli import EXIT_OK, EXIT_START, main
+from system1.client import headers
 from system1.core.heads import kind_of
 from system1.providers.mock import MockProvider
 
@@ -155,3 +156,39 @@ def test_the_label_store_keeps_only_the_newest_decisions(tmp_path):
         store.label("r0", "yes", "test")
     assert store.label("r4", "no", "test") == {"request_id": "r4", "label": "no"}
     assert store.labelled() == [{"question": "q?", "label": "no", "context": {"n": 4}}]
+
+
+@pytest.mark.needs_sklearn
+def test_a_teacher_labels_the_pool_with_its_sure_answers_and_the_report_says_how_it_agrees_with_people(
+        tmp_path, labelled, monkeypatch, capsys):
+    pool = tmp_path / "pool.jsonl"
+    pool.write_text("".join(json.dumps({"question": QUESTION, "context": {"command": f"make target{i}"}}) + "\n"
+                            for i in range(6)))
+    transport, _ = app_transport(tmp_path, CONFIG)
+    assert learn(transport, tmp_path, monkeypatch, str(labelled), "--teacher", "mock", "--pool", str(pool),
+                 "--folds", "4", "--repeats", "1", "--write") == EXIT_OK
+    report = capsys.readouterr().out
+    # The mock teacher says "yes" at 0.9 to everything: every pool row is labelled, and it
+    # agrees with the 10 human "yes" labels of 20.
+    assert "## Teacher labels from mock" in report and "6 pool rows asked at 0.60: 6 labelled, 0 left unlabelled" in report
+    assert "| 20 | 6 | 10/20 (50%) |" in report
+    [head] = json.loads((tmp_path / "state" / "heads.json").read_text())["heads"]
+    assert head["n"] == 26
+
+
+def test_a_teacher_needs_a_pool_and_a_pool_row_may_not_carry_a_label(tmp_path, labelled, capsys):
+    assert main(["learn", str(labelled), "--teacher", "mock"]) == EXIT_START
+    assert "--teacher and --pool go together" in capsys.readouterr().err
+    pool = tmp_path / "pool.jsonl"
+    pool.write_text(json.dumps({"question": QUESTION, "label": "yes"}) + "\n")
+    assert main(["learn", str(labelled), "--teacher", "mock", "--pool", str(pool)]) == EXIT_START
+    assert f"{pool}:1: a pool row is unlabelled" in capsys.readouterr().err
+
+
+def test_a_decision_asked_of_one_provider_by_header_skips_the_chain_and_an_unknown_one_is_refused(tmp_path):
+    transport, _ = app_transport(tmp_path, '[gateway]\nprovider = "systemone"\n[providers.mock]\n')
+    request = {"question": "Ship it?", "options": ["yes", "later"]}
+    named = call(transport, "POST", "/v1/decide", request, {headers.PROVIDER: "mock"}).json()
+    assert named["provider"] == "mock" and [a["provider"] for a in named["attempts"]] == ["mock"]
+    unknown = call(transport, "POST", "/v1/decide", request, {headers.PROVIDER: "nobody"})
+    assert unknown.status_code == 400 and "'nobody' cannot be asked" in unknown.json()["error"]["message"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -96,3 +97,23 @@ def test_ece_at_the_threshold_counts_only_the_rows_answered_there():
     assert summary["at_threshold"]["coverage"] == 0.5 and summary["at_threshold"]["accuracy"] == 1.0
     assert summary["at_threshold"]["ece"] == pytest.approx(0.1)  # |0.9 - 1| on the two answered rows
     assert summary["ece"] == pytest.approx((0.1 * 2 + 0.55 * 2) / 4)  # every row: the unanswered add |0.55 - 0|
+
+
+@pytest.mark.needs_sklearn
+def test_teacher_rows_train_every_fold_and_the_final_head_but_every_figure_is_on_human_rows():
+    human = examples(24, 1.0, 0.5)
+    right = [replace(e, teacher=True) for e in examples(200, 1.0, 0.5, seed=1)]
+    wrong = [replace(e, label="no" if e.label == "yes" else "yes") for e in right]
+    taught = learn_kind(human, k=4, threshold=0.6, curve=False, taught=right, repeats=1)
+    misled = learn_kind(human, k=4, threshold=0.6, curve=False, taught=wrong, repeats=1)
+    assert taught.rows == 24 and taught.teacher_rows == 200
+    assert taught.without_teacher == learn_kind(human, k=4, threshold=0.6, curve=False, repeats=1).head
+    # Flipped teacher labels drag the held-out accuracy on the human rows below chance: they are trained on.
+    assert misled.head["accuracy"] < 0.5 < taught.head["accuracy"]
+    assert taught.fitted is not None and taught.fitted.model_extra["n"] == 224
+
+
+def test_a_kind_with_teacher_rows_and_no_human_row_is_not_fitted():
+    taught = [replace(e, teacher=True) for e in examples(40, 2.0, 0.5)]
+    [result] = learn(taught, 4, 0.6)
+    assert not result.enabled and result.teacher_rows == 40 and "no human-labelled row" in result.why_not

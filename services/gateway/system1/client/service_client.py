@@ -86,10 +86,14 @@ class ServiceClient:
 
     # -- calls -------------------------------------------------------------------------------
     async def decide(
-        self, request: dict[str, Any], *, client: str | None = None, batch: bool = False, calibrate: bool = True
+        self, request: dict[str, Any], *, client: str | None = None, batch: bool = False, calibrate: bool = True,
+        provider: str | None = None,
     ) -> DecideReply:
-        """One decision; the envelope comes back whatever its status (errors are envelopes too)."""
+        """One decision (of configured `provider` alone, when named); the envelope comes back
+        whatever its status (errors are envelopes too)."""
         sent = {headers.CLIENT: client} if client else {}
+        if provider:
+            sent[headers.PROVIDER] = provider
         if batch:
             sent[headers.PRIORITY] = "batch"
         if not calibrate:

@@ -15,6 +15,7 @@ def run(args: argparse.Namespace) -> int:
     from ..core.config import load_config
     from ..core.heads import LOCAL_HEADS_NAME, SHIPPED_HEADS
     from ..offline import calibrate as labelled
+    from ..offline import distil
     from ..offline import learn as tool
     from ..client.service_client import ServiceClient
 
@@ -26,8 +27,16 @@ def run(args: argparse.Namespace) -> int:
     if not args.data and not args.from_store and not args.from_routing_log:
         print("system1 learn: give labelled JSONL files, --from-store, --from-routing-log, or more than one", file=sys.stderr)
         return EXIT_START
+    if bool(args.teacher) != bool(args.pool):
+        print("system1 learn: --teacher and --pool go together: the teacher labels the pool's rows", file=sys.stderr)
+        return EXIT_START
     rows = labelled_rows(args, "learn")
     if rows is None:
+        return EXIT_START
+    try:
+        pool = [row for path in args.pool for row in labelled.load(Path(path), labelled=False)]
+    except labelled.DataError as exc:
+        print(f"system1 learn: {exc}", file=sys.stderr)
         return EXIT_START
     progress = sys.stderr.isatty() and not args.json
 
@@ -48,9 +57,20 @@ def run(args: argparse.Namespace) -> int:
         if not examples:
             print(f"system1 learn: no usable rows; {'; '.join(problems[:3])}", file=sys.stderr)
             return EXIT_DECISION
+        taught = None
+        if args.teacher:
+            taught = await distil.teach(service, args.teacher, pool, rows, threshold, progress)
+            if taught.problems and not taught.rows:
+                print(f"system1 learn: the teacher {args.teacher} labelled nothing; {'; '.join(taught.problems[:3])}",
+                      file=sys.stderr)
+                return EXIT_DECISION
+            extra, more_problems = await tool.ask_all(service, taught.rows, progress, teacher=True)
+            examples += extra
+            problems += [f"teacher {p}" for p in more_problems + taught.problems]
         results = tool.learn_all(examples, args.folds, threshold, progress, args.repeats)
-        text = tool.render(results, examples[0], sources(args, *(["the label store"] if args.from_store else [])),
-                           problems, threshold, args.folds, args.repeats)
+        text = tool.render(results, examples[0], sources(args, *(["the label store"] if args.from_store else []),
+                                                         *(args.pool if args.teacher else [])),
+                           problems, threshold, args.folds, args.repeats, taught)
         print(json.dumps([r.as_dict() for r in results], indent=2) if args.json else text)
         heads = [r.fitted for r in results if r.fitted is not None]
         report_path = Path(args.report) if args.report else None

@@ -137,12 +137,16 @@ class Gateway:
 
     # -- answering ---------------------------------------------------------------------------
     async def decide(
-        self, payload: Any, client: str = "local", priority: int = INTERACTIVE, calibrate: bool = True
+        self, payload: Any, client: str = "local", priority: int = INTERACTIVE, calibrate: bool = True,
+        only: str | None = None,
     ) -> Decision:
         """Answer one raw `system1_decide` request. `calibrate=False` leaves the engine's
-        probabilities as they are (for fitting new temperatures)."""
+        probabilities as they are (for fitting new temperatures); `only` asks that configured
+        provider alone."""
         started = time.perf_counter()
         try:
+            if only is not None:
+                self.check_askable(only)
             request = parse_request(payload)
         except RequestError as exc:
             decision = Decision.failed(ErrorCode.INVALID_REQUEST, exc.message, exc.request_id)
@@ -155,7 +159,7 @@ class Gateway:
                 if threshold is None:
                     threshold = self.config.settings.gateway.min_confidence
                 [decision] = await self.decide_many(request.context, [query], client, priority, threshold=threshold,
-                                                    calibrate=calibrate, request_id=request_id_var.get())
+                                                    calibrate=calibrate, request_id=request_id_var.get(), only=only)
                 await self.feedback.remember(request, query, decision)
             finally:
                 request_id_var.reset(token)

@@ -86,8 +86,9 @@ class Labelled:
         return body
 
 
-def row_of(raw: Any, where: str) -> Labelled:
-    """One labelled row, checked; `DataError` naming `where` and what is wrong."""
+def row_of(raw: Any, where: str, labelled: bool = True) -> Labelled:
+    """One row, checked; `DataError` naming `where` and what is wrong. An unlabelled row (for a
+    teacher to label) has the label "" and may not carry one."""
     if not isinstance(raw, dict):
         raise DataError(f"{where}: a row must be a JSON object")
     question, options, context, label = (raw.get(k) for k in ("question", "options", "context", "label"))
@@ -97,13 +98,17 @@ def row_of(raw: Any, where: str) -> Labelled:
         raise DataError(f"{where}: 'options' must be a list of strings")
     if context is not None and not isinstance(context, dict):
         raise DataError(f"{where}: 'context' must be an object")
-    if "label" not in raw:
+    if labelled and "label" not in raw:
         raise DataError(f"{where}: the row has no 'label'")
+    if not labelled:
+        if "label" in raw:
+            raise DataError(f"{where}: a pool row is unlabelled: it may not have a 'label'")
+        label = ""
     kind = raw.get("kind")
     if kind is not None and (not isinstance(kind, str) or not re.fullmatch(KIND_PATTERN, kind)):
         raise DataError(f"{where}: 'kind' must be a string of letters, digits, '.', '_', '-' or '/'")
     row = Labelled(question, options, context, label, kind)
-    if not isinstance(label, str) or label not in row.choices:
+    if labelled and (not isinstance(label, str) or label not in row.choices):
         raise DataError(f"{where}: label {label!r} is not among the options {row.choices}")
     return row
 
@@ -113,9 +118,10 @@ def parse_rows(raws: list[Any], source: str) -> list[Labelled]:
     return [row_of(raw, f"{source} row {number}") for number, raw in enumerate(raws, 1)]
 
 
-def load(path: Path) -> list[Labelled]:
-    """Labelled rows from a JSONL file (`-` for standard input). A line of the router's shadow
-    log (`"shadow"` in it) stands for the rows it holds: none where its prompt was not logged."""
+def load(path: Path, labelled: bool = True) -> list[Labelled]:
+    """Labelled rows (or, `labelled` False, unlabelled ones) from a JSONL file (`-` for standard
+    input). A line of the router's shadow log (`"shadow"` in it) stands for the rows it holds:
+    none where its prompt was not logged."""
     try:
         lines = (sys.stdin.read() if str(path) == "-" else path.read_text(encoding="utf-8")).splitlines()
     except OSError as exc:
@@ -131,13 +137,16 @@ def load(path: Path) -> list[Labelled]:
             raise DataError(f"{path}:{number}: not JSON ({exc.msg})") from exc
         if isinstance(raw, dict) and "shadow" in raw:
             shadowed += 1
-            rows += [row_of(row, f"{path}:{number} row {index}") for index, row in enumerate(raw.get("rows") or [], 1)]
+            # As a pool, a shadow line's rows lose the labels the decision engine gave them.
+            rows += [row_of(row if labelled or not isinstance(row, dict) else
+                            {k: v for k, v in row.items() if k != "label"}, f"{path}:{number} row {index}", labelled)
+                     for index, row in enumerate(raw.get("rows") or [], 1)]
         else:
-            rows.append(row_of(raw, f"{path}:{number}"))
+            rows.append(row_of(raw, f"{path}:{number}", labelled))
     if not rows:
         hint = (" (a shadow log holds rows only where [router] log_prompts was on and the prompt was not private)"
                 if shadowed else "")
-        raise DataError(f"{path}: no labelled rows{hint}")
+        raise DataError(f"{path}: no {'labelled ' if labelled else ''}rows{hint}")
     return rows
 
 

@@ -17,11 +17,14 @@ from typing import Any
 from ..core.heads import Head, HeadsFile
 from ..client.service_client import GatewayError, ServiceClient
 from .calibrate import Labelled, progress_bar
+from .distil import Taught
 from .learning import REPEATS, Example, KindResult, learn
 
 
-async def ask_all(service: ServiceClient, rows: list[Labelled], progress: bool) -> tuple[list[Example], list[str]]:
-    """Every row's raw engine answer and embedding; rows that get either wrong are problems."""
+async def ask_all(service: ServiceClient, rows: list[Labelled], progress: bool,
+                  teacher: bool = False) -> tuple[list[Example], list[str]]:
+    """Every row's raw engine answer and embedding (`teacher`: the rows' labels are a teacher's);
+    rows that get either wrong are problems."""
     examples, problems = [], []
     for index, row in enumerate(rows, 1):
         request = row.request()
@@ -37,7 +40,7 @@ async def ask_all(service: ServiceClient, rows: list[Labelled], progress: bool) 
                 problems.append(f"row {index}: {reason}")
             else:
                 examples.append(Example(embedded["kind"], tuple(row.choices), row.label, embedded["embedding"],
-                                        body["probabilities"], embedded["embedder"], embedded["model"]))
+                                        body["probabilities"], embedded["embedder"], embedded["model"], teacher))
         if progress:
             progress_bar(index, len(rows), "asking")
     return examples, problems
@@ -55,6 +58,11 @@ def _ece(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
+def _kind_cell(kind: str, width: int = 70) -> str:
+    """A kind as a table cell: cut to `width`, its pipes escaped."""
+    return (kind if len(kind) <= width else kind[: width - 1] + "…").replace("|", "\\|")
+
+
 def _ece_cell(engine: float | None, head: dict[str, Any] | None) -> str:
     """`engine → head (range over splits)` for one ECE, or the engine's alone without a head."""
     if not head:
@@ -64,7 +72,7 @@ def _ece_cell(engine: float | None, head: dict[str, Any] | None) -> str:
 
 
 def render(results: Sequence[KindResult], first: Example, sources: list[str], problems: list[str],
-           threshold: float, folds: int, repeats: int = REPEATS) -> str:
+           threshold: float, folds: int, repeats: int = REPEATS, taught: Taught | None = None) -> str:
     lines = [
         f"# Learned heads: embedder {first.embedder} {first.model}", "",
         f"Data: {', '.join(sources)}. Fitted by `system1 learn`. Every figure is held out ({folds}-fold, stratified): "
@@ -78,17 +86,47 @@ def render(results: Sequence[KindResult], first: Example, sources: list[str], pr
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
+        if not r.rows:
+            continue  # teacher rows alone: listed below
         e, h = r.engine, r.head
         at = (f"{_pct(e['at_threshold']['coverage'])} / {_pct(e['at_threshold']['accuracy'])} → "
               f"{_pct(h['at_threshold']['coverage'])} / {_pct(h['at_threshold']['accuracy'])}" if h else "-")
         answered = _ece_cell(e["at_threshold"]["ece"], h["at_threshold"] if h else None)
-        kind = (r.kind if len(r.kind) <= 70 else r.kind[:69] + "…").replace("|", "\\|")
+        kind = _kind_cell(r.kind)
         lines.append(f"| {kind} | {r.rows} | {len(r.options)} | {_pct(e['accuracy'])} | "
                      f"{_pct(h['accuracy']) if h else '-'} | {at} | {_ece_cell(e['ece'], h)} | {answered} | "
                      f"{'yes' if r.enabled else 'no: ' + (r.why_not or '')} |")
+    if taught is not None:
+        lines += distillation(results, taught, threshold)
     if problems:
         lines += ["", f"{len(problems)} rows were not used: " + "; ".join(problems[:5])]
     return "\n".join(lines) + "\n"
+
+
+def distillation(results: Sequence[KindResult], taught: Taught, threshold: float) -> list[str]:
+    """The teacher's part: how many pool rows it labelled, how often it agrees with people, and
+    each head's held-out figures (on human labels) without and with its rows."""
+    lines = ["", f"## Teacher labels from {taught.provider}", "",
+             f"{taught.asked} pool rows asked at {threshold:.2f}: {len(taught.rows)} labelled, {taught.unsure} left "
+             f"unlabelled (the teacher was unsure){f', {len(taught.problems)} failed' if taught.problems else ''}. "
+             "Teacher rows train every fold; every figure is on human-labelled rows only.", "",
+             "| kind | human rows | teacher rows | teacher agrees with people | head accuracy without → with | "
+             f"coverage / accuracy at {threshold:.2f} without → with | enabled |", "|---|---|---|---|---|---|---|"]
+    for r in results:
+        if not r.teacher_rows:
+            continue
+        before, after = r.without_teacher, r.head
+        kind = _kind_cell(r.kind)
+        if before is None or after is None:
+            lines.append(f"| {kind} | {r.rows} | {r.teacher_rows} | {taught.agreement_of(r.kind)} | - | - | "
+                         f"no: {r.why_not or ''} |")
+            continue
+        b, a = before["at_threshold"], after["at_threshold"]
+        lines.append(f"| {kind} | {r.rows} | {r.teacher_rows} | {taught.agreement_of(r.kind)} | "
+                     f"{_pct(before['accuracy'])} → {_pct(after['accuracy'])} | "
+                     f"{_pct(b['coverage'])} / {_pct(b['accuracy'])} → {_pct(a['coverage'])} / {_pct(a['accuracy'])} | "
+                     f"{'yes' if r.enabled else 'no: ' + (r.why_not or '')} |")
+    return lines
 
 
 def merge(path: Path, heads: list[Head]) -> None:

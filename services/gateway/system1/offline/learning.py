@@ -10,6 +10,11 @@ other seeds and the figures are their means, ECE with its range. A head is enabl
 mean held-out accuracy beats the raw engine's on the same rows and every option has enough
 rows; the shipped head is then fitted on all rows, with the temperature fitted on every split's
 held-out rows.
+
+Teacher rows (labelled by a stronger engine's confident answers, `system1 learn --teacher`) join
+every training fold and the final fit, but never a held-out fold: the gate and every figure
+stay on human labels. With teacher rows, a kind is fitted twice, without them and with them, so
+the report shows what they changed.
 """
 
 from __future__ import annotations
@@ -40,6 +45,8 @@ class Example:
     engine: dict[str, float]
     embedder: str
     model: str
+    #: Labelled by a teacher engine, not a person: trained on, never judged on.
+    teacher: bool = False
 
 
 @dataclass
@@ -53,11 +60,15 @@ class KindResult:
     why_not: str | None = None
     fitted: Head | None = None
     curve: list[tuple[float, float]] = field(default_factory=list)
+    #: Teacher rows the head was trained with, and the head's figures without them.
+    teacher_rows: int = 0
+    without_teacher: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "options": list(self.options), "rows": self.rows, "engine": self.engine,
                 "head": self.head, "enabled": self.enabled, "why_not": self.why_not,
-                "curve": [{"rows_per_option": x, "accuracy": y} for x, y in self.curve]}
+                "curve": [{"rows_per_option": x, "accuracy": y} for x, y in self.curve],
+                "teacher_rows": self.teacher_rows, "without_teacher": self.without_teacher}
 
 
 def stratified_folds(labels: Sequence[str], k: int, seed: int = 0) -> list[list[int]]:
@@ -113,23 +124,30 @@ def _others(count: int, test: list[int]) -> list[int]:
     return [i for i in range(count) if i not in tested]
 
 
-def _raw_probabilities(examples: Sequence[Example], groups: list[list[int]]) -> list[list[float]]:
-    """Each row's probabilities from a head fitted on the other folds, before any temperature."""
+def _raw_probabilities(examples: Sequence[Example], groups: list[list[int]],
+                       taught: Sequence[Example] = ()) -> list[list[float]]:
+    """Each row's probabilities from a head fitted on the other folds (and every teacher row),
+    before any temperature."""
+    import numpy as np
+
     x, y = _matrix(examples)
+    extra_x, extra_y = _matrix(taught) if taught else (x[:0], y[:0])
     raw: list[list[float]] = [[] for _ in examples]
     for test in groups:
         train = _others(len(examples), test)
-        model = _classifier(x[train], y[train])
+        model = _classifier(np.concatenate([x[train], extra_x]), np.concatenate([y[train], extra_y]))
         for index, p in zip(test, _probabilities(model, x[test], len(examples[0].options))):
             raw[index] = [float(v) for v in p]
     return raw
 
 
-def held_out(examples: Sequence[Example], k: int, seed: int = 0) -> tuple[list[dict[str, float]], list[Answered]]:
+def held_out(examples: Sequence[Example], k: int, seed: int = 0,
+             taught: Sequence[Example] = ()) -> tuple[list[dict[str, float]], list[Answered]]:
     """Each row's calibrated probabilities from a head and a temperature that never saw it (one
-    split into k folds, drawn by `seed`), and its held-out probabilities before the temperature."""
+    split into k folds, drawn by `seed`; `taught` rows train every fold), and its held-out
+    probabilities before the temperature."""
     groups = stratified_folds([e.label for e in examples], k, seed)
-    raw = _rows(examples, _raw_probabilities(examples, groups))
+    raw = _rows(examples, _raw_probabilities(examples, groups, taught))
     result: list[dict[str, float]] = [{} for _ in examples]
     for test in groups:
         temperature = fit_temperature([raw[i] for i in _others(len(raw), test)])
@@ -190,9 +208,11 @@ def learning_curve(examples: Sequence[Example], k: int, seed: int = 0) -> list[t
 
 
 def learn_kind(examples: Sequence[Example], k: int, threshold: float,
-               min_rows_per_option: int = MIN_ROWS_PER_OPTION, curve: bool = True, repeats: int = REPEATS) -> KindResult:
+               min_rows_per_option: int = MIN_ROWS_PER_OPTION, curve: bool = True, repeats: int = REPEATS,
+               taught: Sequence[Example] = ()) -> KindResult:
     """The held-out comparison of a head with the engine for one kind (over `repeats` splits
-    into k folds), and the head if it wins."""
+    into k folds of the human-labelled `examples`; the `taught` rows train every fold), and the
+    head if it wins."""
     first = examples[0]
     options = first.options
     engine_rows = _rows(examples, [[e.engine.get(o, 0.0) for o in options] for e in examples])
@@ -205,9 +225,12 @@ def learn_kind(examples: Sequence[Example], k: int, threshold: float,
                           f"(each option needs {min_rows_per_option}; has {', '.join(str(counts[o]) for o in thin)})")
         return result
     folds = min(k, min(counts.values()))
+    if taught:
+        result.teacher_rows = len(taught)
+        result.without_teacher = learn_kind(examples, k, threshold, min_rows_per_option, False, repeats).head
     summaries, raw = [], []
     for seed in range(repeats):
-        probabilities, uncalibrated = held_out(examples, folds, seed)
+        probabilities, uncalibrated = held_out(examples, folds, seed, taught)
         summaries.append(_summary(engine_rows, probabilities, threshold))
         raw.extend(uncalibrated)
     result.head = _mean_summary(summaries)
@@ -218,10 +241,10 @@ def learn_kind(examples: Sequence[Example], k: int, threshold: float,
         result.why_not = (f"held-out accuracy {result.head['accuracy']:.0%} does not beat the engine's "
                           f"{result.engine['accuracy']:.0%}")
         return result
-    x, y = _matrix(examples)
+    x, y = _matrix([*examples, *taught])
     weights, bias = _head_weights(_classifier(x, y), len(options), x.shape[1])
     result.fitted = Head(kind=first.kind, embedder=first.embedder, model=first.model, options=list(options),
-                         weights=weights, bias=bias, temperature=round(temperature, 4), n=len(examples),
+                         weights=weights, bias=bias, temperature=round(temperature, 4), n=len(examples) + len(taught),
                          accuracy=round(result.head["accuracy"], 4),
                          engine_accuracy=round(result.engine["accuracy"], 4))
     result.enabled = True
@@ -245,15 +268,23 @@ def _head_weights(model: Any, n_options: int, dim: int) -> tuple[list[list[float
 
 def learn(examples: Sequence[Example], k: int, threshold: float,
           progress: Callable[[int, int], None] | None = None, repeats: int = REPEATS) -> list[KindResult]:
-    """Every kind's result, kinds with most rows first; rows whose options differ from their
-    kind's most common option set are left out (the report counts them)."""
+    """Every kind's result, kinds with most human-labelled rows first; rows whose options differ
+    from their kind's most common option set are left out (the report counts them). A kind with
+    teacher rows and no human ones has nothing to be judged on and is not fitted."""
     by_kind: dict[str, list[Example]] = defaultdict(list)
     for example in examples:
         by_kind[example.kind].append(example)
     results = []
-    for done, (kind, rows) in enumerate(sorted(by_kind.items(), key=lambda item: -len(item[1])), 1):
+    ordered = sorted(by_kind.items(), key=lambda item: -sum(not e.teacher for e in item[1]))
+    for done, (kind, rows) in enumerate(ordered, 1):
         usual = Counter(r.options for r in rows).most_common(1)[0][0]
-        results.append(learn_kind([r for r in rows if r.options == usual], k, threshold, repeats=repeats))
+        human = [r for r in rows if r.options == usual and not r.teacher]
+        taught = [r for r in rows if r.options == usual and r.teacher]
+        if human:
+            results.append(learn_kind(human, k, threshold, repeats=repeats, taught=taught))
+        else:
+            results.append(KindResult(kind, usual, 0, {}, why_not=f"{len(taught)} teacher rows and no human-labelled "
+                                      "row to judge a head on", teacher_rows=len(taught)))
         if progress:
             progress(done, len(by_kind))
     return results

@@ -133,7 +133,8 @@ async def decide(request: Request, service: ServiceDep) -> Response:
     client = request.state.system1_client
     priority = service.priority_of(client, request.headers.get(headers.PRIORITY))
     calibrate = request.headers.get(headers.CALIBRATION, "on").lower() != "off"
-    decision = await _unless_disconnected(request, service.decide(payload, client, priority, calibrate))
+    only = request.headers.get(headers.PROVIDER) or None
+    decision = await _unless_disconnected(request, service.decide(payload, client, priority, calibrate, only))
     if decision is None:
         logger.info("client %s hung up before its decision was ready (499)", client)
         return JSONResponse({}, status_code=499)

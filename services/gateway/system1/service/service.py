@@ -171,10 +171,10 @@ class Service:
 
     # -- the three tools ---------------------------------------------------------------------
     async def decide(
-        self, payload: Any, client: str, priority: int = INTERACTIVE, calibrate: bool = True
+        self, payload: Any, client: str, priority: int = INTERACTIVE, calibrate: bool = True, only: str | None = None
     ) -> Decision:
         async with self._use() as gateway:
-            decision = await gateway.decide(payload, client=client, priority=priority, calibrate=calibrate)
+            decision = await gateway.decide(payload, client=client, priority=priority, calibrate=calibrate, only=only)
         if self.request_log is not None:
             self.request_log.record(decision, client, payload)
         return decision
