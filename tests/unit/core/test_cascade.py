@@ -149,3 +149,13 @@ async def test_health_names_the_cascade_stage_and_is_degraded_while_it_is_down(t
     assert [(p["name"], p["role"], p["ok"]) for p in report["providers"]] == [
         ("systemone", "primary", True), ("mock", "cascade", False)]
     assert report["status"] == "degraded"
+
+
+async def test_a_prompt_asked_of_the_chain_stays_local_only_if_every_cascade_stage_is_local(tmp_path):
+    from system1.providers.anthropic import AnthropicOptions, AnthropicProvider
+
+    assert cascade(tmp_path, Engine("systemone"), Engine("mock")).stays_local(None)
+    toml = '[gateway]\nprovider = "systemone"\ncascade = ["anthropic"]\n'
+    hosted = Gateway(config_in(tmp_path, toml), providers={
+        "systemone": Engine("systemone"), "anthropic": AnthropicProvider(AnthropicOptions())})
+    assert not hosted.stays_local(None) and hosted.stays_local("systemone")

@@ -120,8 +120,9 @@ class Gateway:
         return os.path.exists(self._pause_path)  # asked on every decision: no pathlib on this path
 
     def stays_local(self, name: str | None) -> bool:
-        """Whether asking provider `name` (None: the chain) keeps a prompt on this machine."""
-        names = [name] if name else self.chain.names
+        """Whether asking provider `name` (None: the chain, and the cascade's stages after it)
+        keeps a prompt on this machine."""
+        names = [name] if name else self.config.settings.engines
         return all(self.providers[n].local for n in names if n in self.providers)
 
     def max_options(self) -> int:
