@@ -127,3 +127,12 @@ def test_the_shipped_fits_file_is_read_by_default():
     calibrator = Calibrator.load(None)
     assert calibrator.errors == []
     assert [source.name for source in calibrator.sources] == ["shipped"]
+
+
+def test_a_fit_with_a_yes_shift_can_turn_a_leaning_yes_into_a_no_and_leaves_other_answers_alone():
+    from system1.core.calibration import Fit
+
+    fit = Fit(provider="p", model="m", unseen=True, temperature=1.0, yes_shift=-1.0)
+    assert fit.apply({"yes": 0.6, "no": 0.4})["no"] == pytest.approx(1 / (1 + 1.5 * math.exp(-1.0)))
+    assert fit.apply({"a": 0.6, "b": 0.4}) == pytest.approx({"a": 0.6, "b": 0.4})
+    assert fit.apply({"yes": 1.0, "no": 0.0}) == {"yes": 1.0, "no": 0.0}

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from system1.core.calibration import temper
+from system1.core.calibration import shift_yes, temper
 from system1.offline import calibrate
 from system1.offline.fitting import (
     Answered,
@@ -220,7 +220,9 @@ def test_content_free_fits_are_made_on_corrected_rows_with_a_context_only():
     assert unseen.temperature == pytest.approx(1.0, rel=0.25)  # corrected rows are already calibrated
     after = calibrated(no_context[:1] + rows[:1], fits)
     assert after[0] == no_context[0].probabilities  # the fit does not apply without a context
-    assert after[1] == pytest.approx(temper(rows[0].corrected().probabilities, unseen.temperature))
+    assert after[1] == pytest.approx(temper(shift_yes(rows[0].corrected().probabilities, unseen.yes_shift),
+                                            unseen.temperature))
+    assert abs(unseen.yes_shift) < 0.3  # the correction has already taken the lean out
 
 
 def test_calibrate_keeps_the_correction_only_when_it_predicts_questions_left_out_better():
@@ -243,3 +245,30 @@ def synthetic_yes_no() -> list[Answered]:
                                 probabilities={"yes": r.probabilities["a"], "no": 1 - r.probabilities["a"]},
                                 question=f"question {i % 4}")
             for i, r in enumerate(synthetic(1.5, count=160))]
+
+
+def yes_leaning_rows(lean: float, count: int = 400, seed: int = 3) -> list[Answered]:
+    """Yes/no rows from an engine that ranks well but adds `lean` to the log-odds of "yes"."""
+    rng = random.Random(seed)
+    rows = []
+    for i in range(count):
+        truth = rng.uniform(0.02, 0.98)
+        label = "yes" if rng.random() < truth else "no"
+        shown = 1 / (1 + math.exp(-(math.log(truth / (1 - truth)) + lean)))
+        rows.append(Answered(f"question {i % 4}", ("yes", "no"), label, {"yes": shown, "no": 1 - shown}, "p", "m"))
+    return rows
+
+
+def test_a_yes_lean_is_fitted_as_a_shift_that_moves_the_boundary_back():
+    rows = yes_leaning_rows(1.5)
+    [unseen] = fit(rows, min_question_rows=10_000)
+    assert unseen.yes_shift == pytest.approx(-1.5, abs=0.35) and unseen.temperature == pytest.approx(1.0, rel=0.2)
+    before = measure(rows, [r.probabilities for r in rows])
+    after = measure(rows, calibrated(rows, [unseen]))
+    assert after["accuracy"] > before["accuracy"] + 0.1 and after["ece"] < before["ece"]
+
+
+def test_questions_with_other_options_get_no_shift():
+    rows = [Answered("q", ("a", "b", "c"), "a", {"a": 0.5, "b": 0.3, "c": 0.2}, "p", "m") for _ in range(30)]
+    [unseen] = fit(rows, min_question_rows=10_000)
+    assert unseen.yes_shift == 0.0 and "yes_shift" not in unseen.model_dump(exclude_defaults=True)

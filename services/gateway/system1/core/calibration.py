@@ -9,6 +9,10 @@ Two steps, both fitted or chosen by `system1 calibrate`:
   one, then renormalised ("calibrate before use", Zhao et al., 2021). It needs no labels and can
   change the winning option; a request without a context has nothing to correct against, so
   such fits do not apply to it.
+- Yes shift (yes/no answers only): a number added to the log-odds of "yes" before the
+  temperature. An LLM judge leans to "yes" whatever the text while still ranking the texts
+  well; the shift, fitted on labels with the temperature (Platt scaling), moves the boundary
+  back, so it can change the answer.
 - Temperature: probabilities are rescaled as p_i^(1/T) / sum_j p_j^(1/T), which never changes
   the winning option.
 
@@ -42,6 +46,7 @@ package; for each kind of fit the local file wins.
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,6 +75,8 @@ class Fit(BaseModel):
     unseen: bool = False
     temperature: float = Field(gt=0.0)
     content_free: bool = False  # fitted on probabilities after the content-free correction
+    #: Added to the log-odds of "yes" in a yes/no answer before the temperature (0: none).
+    yes_shift: float = 0.0
 
     @model_validator(mode="before")
     @classmethod
@@ -101,6 +108,11 @@ class Fit(BaseModel):
     def key(self) -> tuple:
         return (self.provider, self.model, self.question, self.n_options, self.n_options_max, self.unseen)
 
+    def apply(self, probabilities: dict[str, float]) -> dict[str, float]:
+        """`probabilities` after this fit's yes shift and temperature (the content-free
+        correction, where the fit has one, comes first: `correct`)."""
+        return temper(shift_yes(probabilities, self.yes_shift), self.temperature)
+
 
 class FitsFile(VersionedFile):
     FORMAT = FORMAT
@@ -119,6 +131,16 @@ def temper(probabilities: dict[str, float], temperature: float) -> dict[str, flo
     if total <= 0:
         return dict(probabilities)
     return {option: value / total for option, value in powered.items()}
+
+
+def shift_yes(probabilities: dict[str, float], shift: float) -> dict[str, float]:
+    """A yes/no answer with `shift` added to the log-odds of "yes"; any other answer, or a
+    certain one, as it is."""
+    if not shift or set(probabilities) != {"yes", "no"} or min(probabilities.values()) <= 0:
+        return dict(probabilities)
+    weighted = {option: p * math.exp(shift) if option == "yes" else p for option, p in probabilities.items()}
+    total = sum(weighted.values())
+    return {option: w / total for option, w in weighted.items()}
 
 
 def content_free(state: Any) -> Any:

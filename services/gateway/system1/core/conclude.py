@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from ..providers.base import EngineAnswer
-from .calibration import Fit, correct, temper
+from .calibration import Fit, correct
 from .chain import ChainAnswer
 from .learned import Learned
 from .result import Decision
@@ -61,7 +61,7 @@ def conclude(
     if fit is not None and fit.content_free and baseline is None:
         fit, note = None, "no_baseline"
     if fit is not None:
-        probabilities = temper(correct(probabilities, baseline) if baseline else probabilities, fit.temperature)
+        probabilities = fit.apply(correct(probabilities, baseline) if baseline else probabilities)
         choice = max(probabilities, key=probabilities.__getitem__)  # the correction may change the winner
         confidence, note = probabilities[choice], fit.kind
     common["calibration"] = fit.kind if fit else "none"

@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from itertools import combinations
 from dataclasses import dataclass, replace
 
-from ..core.calibration import Calibrator, Fit, Source, correct, temper
+from ..core.calibration import Calibrator, Fit, Source, correct
 
 MIN_QUESTION_ROWS = 10
 MAX_RANGES = 2  # option-count ranges per engine
@@ -64,48 +64,84 @@ def judged(rows: Sequence[Answered], probabilities: Sequence[dict[str, float]]) 
     return [c for _, c in picks], [option == row.label for (option, _), row in zip(picks, rows)]
 
 
-def _log_shares(rows: Sequence[Answered]) -> list[tuple[float | None, list[float]]]:
-    """Per row: the log probability of its label (None when 0) and of every option above 0."""
+@dataclass(frozen=True)
+class _Prepared:
+    """One row in log space: its options' log probabilities (those above 0), which of them is
+    the label (None when the label's is 0), and which is "yes" in a yes/no answer."""
+
+    logs: list[float]
+    label: int | None
+    yes: int | None
+
+
+def _log_shares(rows: Sequence[Answered]) -> list[_Prepared]:
     prepared = []
     for row in rows:
-        p_label = row.probabilities.get(row.label, 0.0)
-        prepared.append((math.log(p_label) if p_label > 0 else None,
-                         [math.log(p) for p in row.probabilities.values() if p > 0]))
+        options = [o for o, p in row.probabilities.items() if p > 0]
+        yes_no = set(row.probabilities) == {"yes", "no"} and len(options) == 2
+        prepared.append(_Prepared([math.log(row.probabilities[o]) for o in options],
+                                  options.index(row.label) if row.label in options else None,
+                                  options.index("yes") if yes_no else None))
     return prepared
 
 
-def _nll(prepared: list[tuple[float | None, list[float]]], temperature: float) -> float:
-    """Mean negative log-likelihood of the labels after tempering (what `temper` computes, in
-    log space: the fitting loops call this thousands of times)."""
+def _nll(prepared: list[_Prepared], temperature: float, offset: float = 0.0) -> float:
+    """Mean negative log-likelihood of the labels after the temperature, with `offset` added to
+    the tempered log-odds of "yes" in yes/no answers (what `Fit.apply` computes, in log space:
+    the fitting loops call this thousands of times)."""
     a, total = 1.0 / temperature, 0.0
-    for label, logs in prepared:
-        if label is None or not logs:
+    for row in prepared:
+        if row.label is None or not row.logs:
             total -= math.log(_EPS)
             continue
-        top_log = max(logs) * a
-        lse = top_log + math.log(sum(math.exp(a * lp - top_log) for lp in logs))
-        total -= max(a * label - lse, math.log(_EPS))
+        scaled = [a * lp + (offset if i == row.yes else 0.0) for i, lp in enumerate(row.logs)]
+        top_log = max(scaled)
+        lse = top_log + math.log(sum(math.exp(s - top_log) for s in scaled))
+        total -= max(scaled[row.label] - lse, math.log(_EPS))
     return total / len(prepared)
+
+
+def _golden(loss, low: float, high: float, steps: int) -> float:
+    """The argument in [low, high] with the least `loss`, for a loss convex there."""
+    ratio = (math.sqrt(5) - 1) / 2
+    a, b = low, high
+    c, d = b - ratio * (b - a), a + ratio * (b - a)
+    fc, fd = loss(c), loss(d)
+    for _ in range(steps):
+        if fc < fd:
+            b, d, fd = d, c, fc
+            c = b - ratio * (b - a)
+            fc = loss(c)
+        else:
+            a, c, fc = c, d, fd
+            d = a + ratio * (b - a)
+            fd = loss(d)
+    return (a + b) / 2
 
 
 def fit_temperature(rows: Sequence[Answered], low: float = 0.02, high: float = 50.0, steps: int = 32) -> float:
     """The temperature with the least negative log-likelihood (golden-section search on log T;
     the NLL is convex in 1/T)."""
     prepared = _log_shares(rows)
-    a, b = math.log(low), math.log(high)
-    ratio = (math.sqrt(5) - 1) / 2
-    c, d = b - ratio * (b - a), a + ratio * (b - a)
-    fc, fd = _nll(prepared, math.exp(c)), _nll(prepared, math.exp(d))
-    for _ in range(steps):
-        if fc < fd:
-            b, d, fd = d, c, fc
-            c = b - ratio * (b - a)
-            fc = _nll(prepared, math.exp(c))
-        else:
-            a, c, fc = c, d, fd
-            d = a + ratio * (b - a)
-            fd = _nll(prepared, math.exp(d))
-    return math.exp((a + b) / 2)
+    return math.exp(_golden(lambda log_t: _nll(prepared, math.exp(log_t)), math.log(low), math.log(high), steps))
+
+
+def fit_shift_and_temperature(rows: Sequence[Answered], steps: int = 24) -> tuple[float, float]:
+    """The yes shift and the temperature with the least negative log-likelihood together: the
+    shift is fitted only where the rows hold yes/no answers (else 0). The NLL is jointly convex
+    in 1/T and the tempered offset (Platt scaling), so each is found by golden-section search,
+    the offset outside and the temperature inside; the shift is the offset before the
+    temperature, offset × T."""
+    prepared = _log_shares(rows)
+    if not any(row.yes is not None for row in prepared):
+        return 0.0, fit_temperature(rows)
+
+    def best_log_t(offset: float) -> float:
+        return _golden(lambda log_t: _nll(prepared, math.exp(log_t), offset), math.log(0.02), math.log(50.0), steps)
+
+    offset = _golden(lambda o: _nll(prepared, math.exp(best_log_t(o)), o), -10.0, 10.0, steps)
+    temperature = math.exp(best_log_t(offset))
+    return offset * temperature, temperature
 
 
 # Temperatures tried when choosing option-count ranges: log-spaced over fit_temperature's range.
@@ -171,16 +207,21 @@ def fit(rows: Sequence[Answered], min_question_rows: int = MIN_QUESTION_ROWS, co
         for row in engine_rows:
             by_question[row.question].append(row)
         engine = {"provider": provider, "model": model, "content_free": content_free}
-        fits += [Fit(**engine, question=q, temperature=round(fit_temperature(group), 4), n=len(group))
+        fits += [Fit(**engine, question=q, **_scaling(group), n=len(group))
                  for q, group in by_question.items() if len(group) >= min_question_rows]
         ranges = option_ranges(engine_rows)
         for low, high in ranges if len(ranges) > 1 else ():
             served = [r for r in engine_rows if low <= r.n_options <= high]
-            fits.append(Fit(**engine, n_options=low, n_options_max=high, temperature=round(fit_temperature(served), 4),
+            fits.append(Fit(**engine, n_options=low, n_options_max=high, **_scaling(served),
                             n=len(served), questions=len({r.question for r in served})))
-        fits.append(Fit(**engine, unseen=True, temperature=round(fit_temperature(engine_rows), 4),
-                        n=len(engine_rows), questions=len(by_question)))
+        fits.append(Fit(**engine, unseen=True, **_scaling(engine_rows), n=len(engine_rows), questions=len(by_question)))
     return fits
+
+
+def _scaling(rows: Sequence[Answered]) -> dict[str, float]:
+    """A fit's fitted numbers: its temperature, and its yes shift where it has one."""
+    shift, temperature = fit_shift_and_temperature(rows)
+    return {"temperature": round(temperature, 4), **({"yes_shift": round(shift, 4)} if round(shift, 4) else {})}
 
 
 def calibrated(rows: Sequence[Answered], fits: Iterable[Fit]) -> list[dict[str, float]]:
@@ -194,7 +235,7 @@ def calibrated(rows: Sequence[Answered], fits: Iterable[Fit]) -> list[dict[str, 
             result.append(dict(row.probabilities))
         else:
             source = row.corrected() if chosen.content_free else row
-            result.append(temper(source.probabilities, chosen.temperature))
+            result.append(chosen.apply(source.probabilities))
     return result
 
 
