@@ -169,6 +169,17 @@ def test_the_compose_files_parse_with_the_gpu_layer():
     assert "driver: nvidia" in gpu and "capabilities:" in gpu
 
 
+@pytest.mark.parametrize(("variable", "cascade"), [(None, "llama"), ("", "''")])
+def test_the_lean_stacks_variable_reaches_the_gateway_and_the_default_keeps_the_judge(variable, cascade):
+    compose = compose_command()[:1] if compose_command()[0] == "docker-compose" else compose_command()[:2]
+    env = {k: v for k, v in os.environ.items() if k != "SYSTEM1_CASCADE"}
+    if variable is not None:
+        env["SYSTEM1_CASCADE"] = variable  # as `make up ENGINES=minilm` sets it
+    result = subprocess.run([*compose, "-f", str(ROOT / "compose.yaml"), "config"], cwd=ROOT, env=env,
+                            capture_output=True, text=True, timeout=60, check=True)
+    assert f"SYSTEM1_CASCADE: {cascade}\n" in result.stdout
+
+
 def test_a_fresh_stack_answers_the_seed_questions_calibrated(stack, http):
     row = json.loads((ROOT / "calibration" / "yes-no-seed.jsonl").read_text().splitlines()[0])
     body = http.post("/v1/decide", json={"question": row["question"], "context": row["context"], "min_confidence": 0}).json()
