@@ -116,6 +116,15 @@ async def test_a_yes_no_question_with_nothing_to_judge_is_never_answered_by_an_e
     assert "no context" in decision.rationale
 
 
+async def test_when_no_stage_can_judge_without_a_text_the_rationale_names_each(tmp_path):
+    fast, judge = Engine("systemone"), Engine("mock")
+    decision = await cascade(tmp_path, fast, judge).decide({"question": "Is the earth flat?"})
+    assert decision.status == "abstained" and decision.abstain_reason == "no_evidence" and judge.asked == []
+    assert [(a.provider, a.outcome) for a in decision.attempts] == [("systemone", "abstained"), ("mock", "abstained")]
+    assert decision.rationale.endswith("[stage 2, mock, after systemone: no text to judge: a yes/no question needs "
+                                       "a context for this engine]")
+
+
 async def test_a_yes_no_question_with_nothing_to_judge_goes_to_a_judge_that_answers_without_one(tmp_path):
     fast, judge = Engine("systemone", p=1.0), Engine("mock", p=0.8, without_context=True)
     decision = await cascade(tmp_path, fast, judge).decide({"question": "Is Paris the capital of Germany?"})

@@ -38,5 +38,6 @@ def after_stage(before: Decision, after: Decision, stage: int) -> Decision:
     standing, with the failed tries added."""
     if after.status == "error":
         return replace(before, attempts=after.attempts)
-    note = f"[stage {stage}, {after.provider}, after {why_passed(before)}]"
+    asked = after.provider or (after.attempts[-1].provider if after.attempts else "?")
+    note = f"[stage {stage}, {asked}, after {why_passed(before)}]"
     return replace(after, rationale=f"{after.rationale} {note}".strip(), stage=stage)
