@@ -93,6 +93,8 @@ def parser() -> argparse.ArgumentParser:
                        help="label the --pool rows with this configured provider's sure answers and train on them too")
     learn.add_argument("--pool", action="append", default=[], metavar="FILE",
                        help="unlabelled JSONL rows (or a router shadow log) for the teacher; repeatable")
+    learn.add_argument("--pool-from-store", action="store_true",
+                       help="also the remembered decisions no one labelled, for the teacher")
     learn.set_defaults(func=command("learn"))
 
     prompts = commands.add_parser("prompts", parents=[service],

@@ -178,7 +178,7 @@ def test_a_teacher_labels_the_pool_with_its_sure_answers_and_the_report_says_how
 
 def test_a_teacher_needs_a_pool_and_a_pool_row_may_not_carry_a_label(tmp_path, labelled, capsys):
     assert main(["learn", str(labelled), "--teacher", "mock"]) == EXIT_START
-    assert "--teacher and --pool go together" in capsys.readouterr().err
+    assert "--teacher and --pool (or --pool-from-store) go together" in capsys.readouterr().err
     pool = tmp_path / "pool.jsonl"
     pool.write_text(json.dumps({"question": QUESTION, "label": "yes"}) + "\n")
     assert main(["learn", str(labelled), "--teacher", "mock", "--pool", str(pool)]) == EXIT_START
@@ -192,3 +192,16 @@ def test_a_decision_asked_of_one_provider_by_header_skips_the_chain_and_an_unkno
     assert named["provider"] == "mock" and [a["provider"] for a in named["attempts"]] == ["mock"]
     unknown = call(transport, "POST", "/v1/decide", request, {headers.PROVIDER: "nobody"})
     assert unknown.status_code == 400 and "'nobody' cannot be asked" in unknown.json()["error"]["message"]
+
+
+@pytest.mark.needs_sklearn
+def test_the_decisions_no_one_labelled_are_a_pool_the_teacher_labels(tmp_path, labelled, monkeypatch, capsys):
+    transport, _ = app_transport(tmp_path, COLLECTING)
+    for i in range(4):
+        call(transport, "POST", "/v1/decide", {"question": QUESTION, "kind": "destructive", "context": {"command": f"x{i}"}})
+    pool = call(transport, "GET", "/v1/labels?unlabelled=true").json()
+    assert len(pool) == 4 and all("label" not in row for row in pool) and call(transport, "GET", "/v1/labels").json() == []
+    assert learn(transport, tmp_path, monkeypatch, str(labelled), "--teacher", "mock", "--pool-from-store",
+                 "--folds", "4", "--repeats", "1") == EXIT_OK
+    report = capsys.readouterr().out
+    assert "4 pool rows asked at 0.60: 4 labelled" in report and "the label store's unlabelled decisions" in report

@@ -105,9 +105,10 @@ class ServiceClient:
         """Label a decision the gateway remembered."""
         return self._ok(await self._send("POST", "/v1/feedback", json={"request_id": request_id, "label": label}))
 
-    async def labelled(self) -> list[dict[str, Any]]:
-        """The labelled decisions the gateway remembers, as `learn` rows."""
-        return self._list(await self._send("GET", "/v1/labels"), "rows")
+    async def labelled(self, unlabelled: bool = False) -> list[dict[str, Any]]:
+        """The labelled decisions the gateway remembers (or the unlabelled ones), as `learn` rows."""
+        path = "/v1/labels?unlabelled=true" if unlabelled else "/v1/labels"
+        return self._list(await self._send("GET", path), "rows")
 
     async def routing_entries(self) -> dict[str, Any]:
         """`{"entries", "unreadable_lines"}`: the service's routing log entries worth evaluating."""

@@ -27,8 +27,9 @@ def run(args: argparse.Namespace) -> int:
     if not args.data and not args.from_store and not args.from_routing_log:
         print("system1 learn: give labelled JSONL files, --from-store, --from-routing-log, or more than one", file=sys.stderr)
         return EXIT_START
-    if bool(args.teacher) != bool(args.pool):
-        print("system1 learn: --teacher and --pool go together: the teacher labels the pool's rows", file=sys.stderr)
+    if bool(args.teacher) != bool(args.pool or args.pool_from_store):
+        print("system1 learn: --teacher and --pool (or --pool-from-store) go together: the teacher labels the "
+              "pool's rows", file=sys.stderr)
         return EXIT_START
     rows = labelled_rows(args, "learn")
     if rows is None:
@@ -41,13 +42,15 @@ def run(args: argparse.Namespace) -> int:
     progress = sys.stderr.isatty() and not args.json
 
     async def work(service: ServiceClient) -> int:
-        if args.from_store:
-            try:
-                stored = labelled.parse_rows(await service.labelled(), "the label store")
-            except labelled.DataError as exc:
-                print(f"system1 learn: {exc}", file=sys.stderr)
-                return EXIT_START
-            rows.extend(stored)
+        try:
+            if args.from_store:
+                rows.extend(labelled.parse_rows(await service.labelled(), "the label store"))
+            if args.pool_from_store:
+                pool.extend(labelled.parse_rows(await service.labelled(unlabelled=True), "the label store",
+                                                labelled=False))
+        except labelled.DataError as exc:
+            print(f"system1 learn: {exc}", file=sys.stderr)
+            return EXIT_START
         rows.extend(await routing_log_rows(service, args))
         if not rows:
             print("system1 learn: no labelled rows", file=sys.stderr)
@@ -69,7 +72,9 @@ def run(args: argparse.Namespace) -> int:
             problems += [f"teacher {p}" for p in more_problems + taught.problems]
         results = tool.learn_all(examples, args.folds, threshold, progress, args.repeats)
         text = tool.render(results, examples[0], sources(args, *(["the label store"] if args.from_store else []),
-                                                         *(args.pool if args.teacher else [])),
+                                                         *(args.pool if args.teacher else []),
+                                                         *(["the label store's unlabelled decisions"]
+                                                           if args.pool_from_store else [])),
                            problems, threshold, args.folds, args.repeats, taught)
         print(json.dumps([r.as_dict() for r in results], indent=2) if args.json else text)
         heads = [r.fitted for r in results if r.fitted is not None]

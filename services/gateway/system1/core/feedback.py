@@ -52,9 +52,9 @@ class Feedback:
         except ValueError as exc:
             raise RequestError(f"label: {exc}") from None
 
-    def labelled(self) -> list[dict[str, Any]]:
-        """The labelled decisions, as `learn` rows."""
-        return self.labels.labelled() if self.labels is not None else []
+    def labelled(self, labelled: bool = True) -> list[dict[str, Any]]:
+        """The labelled decisions (or, `labelled` False, the unlabelled ones), as `learn` rows."""
+        return self.labels.labelled(labelled) if self.labels is not None else []
 
     def close(self) -> None:
         if self.labels is not None:

@@ -68,11 +68,12 @@ class LabelStore:
                              (label, source, request_id))
         return {"request_id": request_id, "label": label}
 
-    def labelled(self) -> list[dict[str, Any]]:
-        """Every labelled decision as a `learn` row, oldest first."""
+    def labelled(self, labelled: bool = True) -> list[dict[str, Any]]:
+        """Every labelled decision as a `learn` row, oldest first; with `labelled` False, every
+        decision no one labelled yet (a pool for `learn --teacher`), without a label."""
         with self._lock:
             rows = self._db.execute("SELECT kind, question, options, context, label FROM decisions"
-                                    " WHERE label IS NOT NULL ORDER BY at").fetchall()
+                                    f" WHERE label IS {'NOT ' if labelled else ''}NULL ORDER BY at").fetchall()
         result = []
         for kind, question, options, context, label in rows:
             row: dict[str, Any] = {"question": question, "label": label, "kind": kind,

@@ -113,9 +113,9 @@ def row_of(raw: Any, where: str, labelled: bool = True) -> Labelled:
     return row
 
 
-def parse_rows(raws: list[Any], source: str) -> list[Labelled]:
+def parse_rows(raws: list[Any], source: str, labelled: bool = True) -> list[Labelled]:
     """Rows that came as JSON values (the label store's), checked like a file's."""
-    return [row_of(raw, f"{source} row {number}") for number, raw in enumerate(raws, 1)]
+    return [row_of(raw, f"{source} row {number}", labelled) for number, raw in enumerate(raws, 1)]
 
 
 def load(path: Path, labelled: bool = True) -> list[Labelled]:

@@ -191,9 +191,11 @@ async def feedback(request: Request, service: ServiceDep) -> JSONResponse:
 
 
 @router.get("/v1/labels")
-async def labelled(service: ServiceDep) -> list[dict[str, Any]]:
-    """The labelled decisions, as `learn` rows (question, options, context, label, kind)."""
-    return await service.labelled()
+async def labelled(service: ServiceDep, unlabelled: bool = False) -> list[dict[str, Any]]:
+    """The labelled decisions, as `learn` rows (question, options, context, label, kind); with
+    `unlabelled=true`, the remembered decisions no one labelled, without a label (a teacher's
+    pool)."""
+    return await service.labelled(not unlabelled)
 
 
 @router.get("/v1/routing/entries")

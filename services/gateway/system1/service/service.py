@@ -193,9 +193,9 @@ class Service:
         async with self._use() as gateway:
             return gateway.feedback.label(payload, client)
 
-    async def labelled(self) -> list[dict[str, Any]]:
+    async def labelled(self, labelled: bool = True) -> list[dict[str, Any]]:
         async with self._use() as gateway:
-            return gateway.feedback.labelled()
+            return gateway.feedback.labelled(labelled)
 
     async def embed(self, payload: Any) -> dict[str, Any]:
         """The embedder's vector of a request's judged text (for `system1 learn`)."""
