@@ -220,9 +220,9 @@ def test_content_free_fits_are_made_on_corrected_rows_with_a_context_only():
     assert unseen.temperature == pytest.approx(1.0, rel=0.25)  # corrected rows are already calibrated
     after = calibrated(no_context[:1] + rows[:1], fits)
     assert after[0] == no_context[0].probabilities  # the fit does not apply without a context
-    assert after[1] == pytest.approx(temper(shift_yes(rows[0].corrected().probabilities, unseen.yes_shift),
+    assert after[1] == pytest.approx(temper(shift_yes(rows[0].corrected().probabilities, unseen.yes_shift or 0.0),
                                             unseen.temperature))
-    assert abs(unseen.yes_shift) < 0.3  # the correction has already taken the lean out
+    assert abs(unseen.yes_shift or 0.0) < 0.3  # the correction has already taken the lean out
 
 
 def test_calibrate_keeps_the_correction_only_when_it_predicts_questions_left_out_better():
@@ -271,4 +271,4 @@ def test_a_yes_lean_is_fitted_as_a_shift_that_moves_the_boundary_back():
 def test_questions_with_other_options_get_no_shift():
     rows = [Answered("q", ("a", "b", "c"), "a", {"a": 0.5, "b": 0.3, "c": 0.2}, "p", "m") for _ in range(30)]
     [unseen] = fit(rows, min_question_rows=10_000)
-    assert unseen.yes_shift == 0.0 and "yes_shift" not in unseen.model_dump(exclude_defaults=True)
+    assert unseen.yes_shift is None and "yes_shift" not in unseen.model_dump(exclude_none=True)

@@ -75,8 +75,8 @@ class Fit(BaseModel):
     unseen: bool = False
     temperature: float = Field(gt=0.0)
     content_free: bool = False  # fitted on probabilities after the content-free correction
-    #: Added to the log-odds of "yes" in a yes/no answer before the temperature (0: none).
-    yes_shift: float = 0.0
+    #: Added to the log-odds of "yes" in a yes/no answer before the temperature (None: none).
+    yes_shift: float | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -111,7 +111,7 @@ class Fit(BaseModel):
     def apply(self, probabilities: dict[str, float]) -> dict[str, float]:
         """`probabilities` after this fit's yes shift and temperature (the content-free
         correction, where the fit has one, comes first: `correct`)."""
-        return temper(shift_yes(probabilities, self.yes_shift), self.temperature)
+        return temper(shift_yes(probabilities, self.yes_shift or 0.0), self.temperature)
 
 
 class FitsFile(VersionedFile):
