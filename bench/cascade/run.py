@@ -7,7 +7,7 @@ Three gateways in process, over one MiniLM server (serve.py) and one llama-serve
 fits and learned heads and the default threshold (0.6):
 
 - `minilm+heads`: the fast stage alone, as the stack ran before the cascade;
-- `judge`: llama-server alone;
+- `judge`: llama-server alone (no learned heads: a head answers whichever engine is asked);
 - `cascade`: MiniLM first, the judge for what MiniLM is unsure of (`[gateway] cascade`).
 
 Rows: the blind set (bench/cascade/blind.jsonl, written apart from every training row and never
@@ -47,7 +47,10 @@ from system1.core.gateway import Gateway  # noqa: E402
 LLAMA = ROOT / "build" / "llama"
 JUDGE = LLAMA / "models" / "qwen2.5-coder-1.5b-decision.gguf"
 SEEDS = ("yes-no", "tool-choice", "tier", "many-questions")
-SYSTEMS = {"minilm+heads": ("systemone", []), "judge": ("llama", []), "cascade": ("systemone", ["llama"])}
+# name: (primary, cascade, learned heads). The judge alone runs without heads: a head answers
+# whichever engine is asked, so with them "the judge" would be MiniLM's heads on their kinds.
+SYSTEMS = {"minilm+heads": ("systemone", [], True), "judge": ("llama", [], False),
+           "cascade": ("systemone", ["llama"], True)}
 TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -129,8 +132,9 @@ async def run(per_set: int) -> dict:
         judge_pid = serve(stack, [str(LLAMA / "bin" / "llama-server"), "-m", str(JUDGE), "--alias", "qwen2.5-coder-1.5b-decision",
                                   "--host", "127.0.0.1", "--port", str(judge_port), "-c", "4096", "-np", "1", "-t", "2"],
                           f"http://127.0.0.1:{judge_port}/health")
-        for name, (provider, cascade) in SYSTEMS.items():
+        for name, (provider, cascade, heads) in SYSTEMS.items():
             toml = (f'[gateway]\nprovider = "{provider}"\ncascade = {json.dumps(cascade)}\ntimeout_s = 60\n'
+                    f'[learning]\nenabled = {str(heads).lower()}\n'
                     f'[providers.systemone]\nendpoint = "http://127.0.0.1:{minilm_port}"\nmax_options = 256\nbatch = true\n'
                     f'[providers.llama]\nendpoint = "http://127.0.0.1:{judge_port}"\nmax_options = 52\n')
             (work / f"{name}.toml").write_text(toml)
