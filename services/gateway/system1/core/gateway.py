@@ -6,9 +6,9 @@
 - While paused, every decision abstains and says so.
 - One log line per decision, with the request id.
 
-The steps live beside it: `chain` (attempts and fallback), `learned` (heads), `calibrating`
-(fits and content-free answers), `conclude` (one answer to one decision), `feedback` (labels),
-`health` (probes).
+The steps live beside it: `stages` (the chain, then the cascade), `chain` (attempts and
+fallback), `learned` (heads), `calibrating` (fits and content-free answers), `conclude` (one
+answer to one decision), `feedback` (labels), `health` (probes).
 """
 
 from __future__ import annotations
@@ -18,28 +18,26 @@ import logging
 import os
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from ..providers import REGISTRY
-from ..providers.base import Provider, Query, has_evidence
+from ..providers.base import Provider, Query
 from .calibrating import AnswerCalibration
 from .calibration import LOCAL_FITS_NAME, Calibrator
-from .cascade import after_stage, passes_on
 from .chain import Chain, ms
-from .conclude import conclude, failed, no_evidence
 from .config import LoadedConfig
 from .events import Observer
 from .feedback import Feedback
-from .heads import LOCAL_HEADS_NAME, Heads, kind_of
+from .heads import LOCAL_HEADS_NAME, Heads
 from .health import HealthMonitor
 from .labels import STORE_NAME, LabelStore
 from .lanes import INTERACTIVE, Lane
 from .learned import LearnedHeads
 from .logs import log_decision, request_id_var
 from .result import Decision
-from .schema import MAX_OPTIONS, Attempt, ErrorCode, RequestError, new_request_id, parse_request
+from .schema import MAX_OPTIONS, ErrorCode, RequestError, new_request_id, parse_request
+from .stages import Asking, Stages
 from .work import over_budget, work_of
 
 logger = logging.getLogger(__name__)
@@ -77,6 +75,7 @@ class Gateway:
         self.learned = LearnedHeads(heads or Heads.load(config.learned_dir / LOCAL_HEADS_NAME),
                                     self.providers.get(learning.embedder) if learning.enabled else None,
                                     gateway.timeout_s)
+        self.stages = Stages(self.providers, self.chain, self.learned, self.calibration, gateway)
         collecting = learning.collect or bool(learning.collect_kinds)
         self.feedback = Feedback(learning, LabelStore(config.install_dir / STORE_NAME, learning.store_max_decisions)
                                  if collecting else None)
@@ -199,95 +198,8 @@ class Gateway:
         loop = asyncio.get_running_loop()
         deadline = None if budget_s is None else loop.time() + budget_s
         asked = Asking(state, client, priority, threshold, calibrate, request_id, deadline)
-        decisions = await self._stage(asked, queries, [only] if only else self.chain.names,
-                                      [[] for _ in queries], heads=True)
+        decisions = await self.stages.ask(asked, queries, [only] if only else self.chain.names,
+                                          [[] for _ in queries], heads=True)
         if calibrate and only is None:
-            decisions = await self._cascade(asked, queries, decisions)
+            decisions = await self.stages.cascade(asked, queries, decisions)
         return decisions
-
-    async def _cascade(self, asked: Asking, queries: list[Query], decisions: list[Decision]) -> list[Decision]:
-        """Each `[gateway] cascade` stage in turn, for the decisions the stages before passed on."""
-        gateway = self.config.settings.gateway
-        loop = asyncio.get_running_loop()
-        ends = loop.time() + gateway.cascade_budget_s
-        deadline = ends if asked.deadline is None else min(ends, asked.deadline)
-        later = replace(asked, deadline=deadline)
-        for stage, name in enumerate((n for n in gateway.cascade if n in self.providers), start=2):
-            passing = [i for i, (query, decision) in enumerate(zip(queries, decisions))
-                       if passes_on(decision, kind_of(query.question, query.choices, query.kind, query.yes_no),
-                                    gateway.cascade_skip_kinds)]
-            if not passing or deadline - loop.time() <= 0:
-                break
-            answers = await self._stage(later, [queries[i] for i in passing], [name],
-                                        [decisions[i].attempts for i in passing], heads=False)
-            for i, answer in zip(passing, answers):
-                decisions[i] = after_stage(decisions[i], answer, stage)
-        return decisions
-
-    async def _stage(self, asked: Asking, queries: list[Query], names: list[str], tried: list[list[Attempt]],
-                     heads: bool) -> list[Decision]:
-        """One stage: `queries` asked of the chain `names`, each concluded after `tried` (the
-        attempts of earlier stages). A yes/no question with no text to judge goes only to
-        engines that answer without one, and abstains where none is left; uncalibrated asks
-        (for fitting, which needs the engine's answer to an empty text) go to `names` as they are."""
-        decisions: list[Decision | None] = [None] * len(queries)
-        groups: dict[tuple[str, ...], list[int]] = {}
-        for i, query in enumerate(queries):
-            judges = self.askable(asked.state, query, names) if asked.calibrate else names
-            groups.setdefault(tuple(judges), []).append(i)
-        for group, indexes in groups.items():
-            if group:
-                answers = await self._ask(asked, [queries[i] for i in indexes], list(group),
-                                          [tried[i] for i in indexes], heads)
-            else:
-                answers = [no_evidence(asked.request_id, names, tried[i]) for i in indexes]
-            for i, answer in zip(indexes, answers):
-                decisions[i] = answer
-        return [d for d in decisions if d is not None]
-
-    def askable(self, state: Any, query: Query, names: list[str]) -> list[str]:
-        """The engines of `names` that can judge `query` about `state`."""
-        if not query.yes_no or has_evidence(state):
-            return names
-        return [n for n in names if self.providers[n].options.answers_without_context]
-
-    async def _ask(self, asked: Asking, queries: list[Query], names: list[str], tried: list[list[Attempt]],
-                   heads: bool) -> list[Decision]:
-        """`queries` asked of `names`, the answers checked, calibrated (or answered by a learned
-        head) and held to the threshold."""
-        loop = asyncio.get_running_loop()
-
-        def left() -> float | None:
-            return None if asked.deadline is None else asked.deadline - loop.time()
-
-        state, calibrate = asked.state, asked.calibrate
-        found = [self.learned.candidates(q) if heads and calibrate else [] for q in queries]
-        if self.learned.answers_with(names):
-            # Where the embedder may be the one answering, one pass can carry the embedding too.
-            queries = [replace(q, embed=True) if head else q for q, head in zip(queries, found)]
-        answer = await self.chain.ask(state, queries, asked.client, asked.priority, left(), work_of(state, queries),
-                                      names=names)
-        if answer.answers is None or answer.provider is None:
-            return [failed(asked.request_id, answer, before) for before in tried]
-        learned = await self.learned.apply(state, queries, found, answer.provider, answer.answers, left())
-        fits = [self.calibration.fit(answer.provider, reply, query, state) if calibrate and not head else None
-                for reply, query, head in zip(answer.answers, queries, learned)]
-        baselines = await self.calibration.content_free(state, queries, answer.provider, answer.answers, fits,
-                                                        asked.client, asked.priority, left())
-        uncalibrated = self.config.settings.gateway.uncalibrated
-        return [conclude(asked.request_id, [*before, *answer.attempts], answer.provider, reply, asked.threshold,
-                         calibrate, fit, baseline, head, uncalibrated)
-                for reply, fit, baseline, head, before in zip(answer.answers, fits, baselines, learned, tried)]
-
-
-@dataclass(frozen=True)
-class Asking:
-    """What every stage of one `decide_many` call shares."""
-
-    state: Any
-    client: str
-    priority: int
-    threshold: float
-    calibrate: bool
-    request_id: str
-    deadline: float | None
