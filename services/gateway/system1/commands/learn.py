@@ -31,13 +31,8 @@ def run(args: argparse.Namespace) -> int:
         print("system1 learn: --teacher and --pool (or --pool-from-store) go together: the teacher labels the "
               "pool's rows", file=sys.stderr)
         return EXIT_START
-    rows = labelled_rows(args, "learn")
-    if rows is None:
-        return EXIT_START
-    try:
-        pool = [row for path in args.pool for row in labelled.load(Path(path), labelled=False)]
-    except labelled.DataError as exc:
-        print(f"system1 learn: {exc}", file=sys.stderr)
+    rows, pool = labelled_rows(args, "learn"), pool_rows(args)
+    if rows is None or pool is None:
         return EXIT_START
     progress = sys.stderr.isatty() and not args.json
 
@@ -71,11 +66,8 @@ def run(args: argparse.Namespace) -> int:
             examples += extra
             problems += [f"teacher {p}" for p in more_problems + taught.problems]
         results = tool.learn_all(examples, args.folds, threshold, progress, args.repeats)
-        text = tool.render(results, examples[0], sources(args, *(["the label store"] if args.from_store else []),
-                                                         *(args.pool if args.teacher else []),
-                                                         *(["the label store's unlabelled decisions"]
-                                                           if args.pool_from_store else [])),
-                           problems, threshold, args.folds, args.repeats, taught)
+        text = tool.render(results, examples[0], learn_sources(args), problems, threshold, args.folds, args.repeats,
+                           taught)
         print(json.dumps([r.as_dict() for r in results], indent=2) if args.json else text)
         heads = [r.fitted for r in results if r.fitted is not None]
         report_path = Path(args.report) if args.report else None
@@ -85,11 +77,7 @@ def run(args: argparse.Namespace) -> int:
             tool.merge(SHIPPED_HEADS, heads)
             print(f"shipped heads written to {SHIPPED_HEADS}", file=sys.stderr)
         if report_path is not None:
-            report_path.parent.mkdir(parents=True, exist_ok=True)
-            report_path.write_text(text, encoding="utf-8")
-            drawn = tool.curve_plot(results, report_path.with_suffix(".png"))
-            print(f"report written to {report_path}" + ("" if drawn else " (install matplotlib for the curve)"),
-                  file=sys.stderr)
+            write_report(report_path, text, results)
         if not args.write:
             return EXIT_OK
         local = load_config().learned_dir / LOCAL_HEADS_NAME
@@ -100,6 +88,33 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK if reloaded.get("reloaded") else EXIT_HEALTH
 
     return talk_to_service(args, work)
+
+
+def pool_rows(args: argparse.Namespace) -> list | None:
+    """The unlabelled rows of the `--pool` files, or None after saying why not."""
+    from ..offline import calibrate as labelled
+
+    try:
+        return [row for path in args.pool for row in labelled.load(Path(path), labelled=False)]
+    except labelled.DataError as exc:
+        print(f"system1 learn: {exc}", file=sys.stderr)
+        return None
+
+
+def learn_sources(args: argparse.Namespace) -> list[str]:
+    """Where the rows came from, the teacher's pools included, for the report."""
+    return sources(args, *(["the label store"] if args.from_store else []), *(args.pool if args.teacher else []),
+                   *(["the label store's unlabelled decisions"] if args.pool_from_store else []))
+
+
+def write_report(path: Path, text: str, results: list) -> None:
+    """The report, with its learning curves drawn beside it where matplotlib is installed."""
+    from ..offline import learn as tool
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    drawn = tool.curve_plot(results, path.with_suffix(".png"))
+    print(f"report written to {path}" + ("" if drawn else " (install matplotlib for the curve)"), file=sys.stderr)
 
 
 def feedback(args: argparse.Namespace) -> int:
