@@ -465,7 +465,10 @@ def test_every_dashboard_panel_returns_data_from_prometheus_after_real_traffic(s
                        60, "Prometheus to scrape the round's traffic")
         wait_until(lambda: float(prometheus_query("sum(system1_router_shadow_agreement_total)")[0]["value"][1]) >= 30,
                    60, "the shadow's decisions to be scraped")
-        time.sleep(6)  # one more scrape: the last increases fall inside every window
+        # One more scrape of the gateway after the traffic, so its last increases fall inside every window.
+        traffic_ended = time.time()
+        wait_until(lambda: float(prometheus_query('max(timestamp(up{job="gateway"}))')[0]["value"][1]) > traffic_ended,
+                   30, "one more scrape of the gateway")
         panels = json.loads((ROOT / "deploy" / "grafana" / "dashboards" / "system1.json").read_text())["panels"]
         empty = []
         for panel in panels:
