@@ -4,14 +4,11 @@ and privacy, as the dry run reports them."""
 from __future__ import annotations
 
 import asyncio
-import datetime
-import threading
 
 import pytest
 
 from system1.core.router_config import RouterSettings
 from system1.router.scoring import CHEAPEST, ESCALATED
-from system1.router import state
 from system1.router.plan import RouterError
 from system1.router.router import PASSED, STICKY
 
@@ -212,36 +209,6 @@ async def test_a_dry_run_neither_sets_nor_refreshes_a_conversations_model(tmp_pa
     again = await plan_with(router, "openai", body(), "alice", decider, always_local, remember=False)
     assert again.sticky  # the real request's model is what a dry run reports
     await router.aclose()
-
-
-async def test_spend_is_saved_soon_after_a_change_and_a_new_day_starts_at_zero(tmp_path, monkeypatch):
-
-    monkeypatch.setattr(state, "SAVE_DELAY_S", 0.01)
-    saved = threading.Event()
-    write = state.Spend._write
-
-    def noted(self, day, spent):
-        write(self, day, spent)
-        saved.set()
-
-    monkeypatch.setattr(state.Spend, "_write", noted)
-    day = [datetime.date(2026, 12, 1)]
-    spend = state.Spend(tmp_path / "spend.json", day=lambda: day[0])
-    spend.add("m", 0.5)
-    spend.add("m", 0.25)
-    assert await asyncio.to_thread(saved.wait, 10)  # saved on a worker thread, both changes at once
-    assert state.Spend(tmp_path / "spend.json", day=lambda: day[0]).today == {"m": 0.75}
-    day[0] = datetime.date(2026, 12, 2)
-    assert state.Spend(tmp_path / "spend.json", day=lambda: day[0]).today == {}
-
-
-@pytest.mark.parametrize("saved", ['{"date": "2026-12-01", "spent_usd": {"m": NaN}}',
-                                   '{"date": "2026-12-01", "spent_usd": {"m": -3}}', "{not json", "[" * 100_000])
-def test_a_spend_file_that_cannot_be_read_starts_the_day_at_0_and_says_so(tmp_path, saved):
-    (tmp_path / "spend.json").write_text(saved)
-    spend = state.Spend(tmp_path / "spend.json", day=lambda: datetime.date(2026, 12, 1))
-    assert spend.today == {} and spend.error.startswith(f"{tmp_path / 'spend.json'} is unreadable")
-    assert state.Spend(tmp_path / "missing.json").error is None
 
 
 async def test_a_catalogue_model_named_directly_is_refused_once_over_its_daily_budget(tmp_path):

@@ -15,7 +15,7 @@ from .check import Verdict
 from .outcomes import Outcomes
 from .plan import Plan, RouterError, failed_before
 from .scoring import Live, est_cost, over_budget
-from .state import Spend
+from .spend import Spend
 from .upstream import Attempted, Forwarded
 
 logger = logging.getLogger(__name__)

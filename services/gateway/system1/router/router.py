@@ -32,7 +32,8 @@ from .scoring import BELOW_FLOOR, Live, est_cost, over_budget, route
 from .shadow import Shadow, ShadowJob
 from .signals import UNKNOWN, Asked, Borrow, Core, ask, provider_for
 from .skills import load_overlay
-from .state import InFlight, Spend, Sticky, UpstreamSlots
+from .spend import Spend
+from .state import InFlight, Sticky, UpstreamSlots
 from .upstream import AllBusy, AllFailed, Forwarded, forward, missing_key
 
 STICKY = "sticky: the conversation's model"
