@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.schema import RequestError
+from .readable import readable
 
 #: Content parts that are images, in either API.
 IMAGE_PARTS = frozenset({"image_url", "image", "input_image"})
@@ -33,6 +34,8 @@ class Conversation:
     stream: bool
     #: Characters of content the router does not read as text (images, audio, files).
     opaque_chars: int = 0
+    #: Every part of the body an upstream would receive, as the pre-check reads it (`readable.py`).
+    readable: tuple[str, ...] = ()
 
     @property
     def texts(self) -> list[str]:
@@ -130,7 +133,7 @@ def from_openai(body: Any) -> Conversation:
         else:
             raise RequestError(f"messages[{i}].role: unknown role {role!r}")
     return Conversation("openai", model, "\n".join(system), tuple(turns), bool(body.get("tools")), reader.images,
-                        bool(body.get("stream")), reader.opaque_chars)
+                        bool(body.get("stream")), reader.opaque_chars, readable(body))
 
 
 def from_anthropic(body: Any) -> Conversation:
@@ -149,5 +152,5 @@ def from_anthropic(body: Any) -> Conversation:
             turns.append((role, text))
         else:
             raise RequestError(f"messages[{i}].role: must be \"user\", \"assistant\" or \"system\", not {role!r}")
-    return Conversation("anthropic", model, "\n".join(filter(None, system)), tuple(turns), bool(body.get("tools")), reader.images,
-                        bool(body.get("stream")), reader.opaque_chars)
+    return Conversation("anthropic", model, "\n".join(filter(None, system)), tuple(turns), bool(body.get("tools")),
+                        reader.images, bool(body.get("stream")), reader.opaque_chars, readable(body))
