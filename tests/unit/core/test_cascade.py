@@ -168,3 +168,13 @@ async def test_a_prompt_asked_of_the_chain_stays_local_only_if_every_cascade_sta
     hosted = Gateway(config_in(tmp_path, toml), providers={
         "systemone": Engine("systemone"), "anthropic": AnthropicProvider(AnthropicOptions())})
     assert not hosted.stays_local(None) and hosted.stays_local("systemone")
+
+
+async def test_a_question_with_its_own_threshold_is_held_to_it_and_passed_on_alone(tmp_path):
+    fast, judge = Engine("systemone", p=0.9), Engine("mock", p=0.99)
+    gateway = cascade(tmp_path, fast, judge)
+    loose, strict = Query(CHOICE["question"], CHOICE["options"]), Query("Private?", ["yes", "no"], min_confidence=0.95)
+    first, second = await gateway.decide_many({"text": "a note"}, [loose, strict], "local", threshold=0.0)
+    assert first.status == "decided" and first.stage == 1  # 0.9 clears the call's threshold of 0
+    assert second.status == "decided" and second.stage == 2 and second.provider == "mock"  # 0.9 < its own 0.95
+    assert [q for _, q in judge.asked] == ["Private?"]

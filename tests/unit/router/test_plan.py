@@ -79,7 +79,8 @@ async def test_a_private_prompt_under_local_only_is_decided_and_answered_on_this
     assert decider.asked == []  # the prompt never went to the decision engine
     report = plan.report()
     assert report["findings"] == ["secret: AWS Access Key"] and report["needs"]["local_only"]
-    assert report["decision_error"].startswith("a private prompt may not reach the decision engine")
+    assert report["decision_error"].startswith("the prompt may not reach a decision engine off this machine")
+    assert report["kept_local"]["by"] == "pre-check"
     assert plan.model == GEMMA and [m.id for m, _, _ in plan.order] == [GEMMA]
     await router.aclose()
 

@@ -220,6 +220,13 @@ class RouterSettings(_Table):
     check: CheckSettings = Field(default_factory=lambda: CheckSettings())
     outcomes: OutcomeSettings = Field(default_factory=lambda: OutcomeSettings())
     private: PrivateMode = "prefer_local"
+    #: Under `local_only`, a prompt leaves the machine only when the pre-check found nothing and
+    #: the decision's calibrated probability that it is private is below this: an unsure
+    #: decision, or none, keeps it here.
+    max_leave_probability: float = Field(default=0.05, ge=0.0, le=0.5)
+    #: Under `prefer_local`, a prompt whose probability of being private reaches this prefers a
+    #: local model (where one can take it).
+    prefer_local_probability: float = Field(default=0.5, ge=0.0, le=1.0)
     #: Below this topic confidence, complexity goes up one level: when unsure, play safe.
     confidence_threshold: float = Field(default=0.8, ge=0, le=1)
     #: Added to the scored risk before it is rounded to a level (an engine that scores high).

@@ -115,6 +115,8 @@ class Stages:
         baselines = await self.calibration.content_free(state, queries, answer.provider, answer.answers, fits,
                                                         asked.client, asked.priority, left())
         uncalibrated = self.settings.uncalibrated
-        return [conclude(asked.request_id, [*before, *answer.attempts], answer.provider, reply, asked.threshold,
+        return [conclude(asked.request_id, [*before, *answer.attempts], answer.provider, reply,
+                         asked.threshold if query.min_confidence is None else query.min_confidence,
                          calibrate, fit, baseline, head, uncalibrated)
-                for reply, fit, baseline, head, before in zip(answer.answers, fits, baselines, learned, tried)]
+                for reply, query, fit, baseline, head, before
+                in zip(answer.answers, queries, fits, baselines, learned, tried)]

@@ -77,6 +77,8 @@ class Query:
     #: probability of each (the expected level is Σ index × probability). Engines that speak
     #: Jev's `score` are asked one; others read it as a choice over the levels.
     score: bool = field(default=False, kw_only=True)
+    #: This question's own threshold, over the call's (None: the call's).
+    min_confidence: float | None = field(default=None, kw_only=True)
 
 
 @dataclass(frozen=True)

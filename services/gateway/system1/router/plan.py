@@ -51,6 +51,8 @@ class Plan:
     sticky: bool = False
     #: The conversation's key when its models are remembered (None for a dry run, a pass-through).
     key: str | None = None
+    #: What kept the prompt on this machine, in a word and a sentence (`signals.private_rule`).
+    private_rule: tuple[str, str] | None = None
 
     @property
     def model(self) -> str:
@@ -73,8 +75,11 @@ class Plan:
             "signals": {"topics": {t: round(p, 4) for t, p in signals.topics.items()}, "primary": signals.primary,
                         "confidence": round(signals.confidence, 4), "complexity": route.complexity if route else None,
                         "risk": route.risk if route else None, "private": signals.private,
+                        "p_private": None if signals.p_private is None else round(signals.p_private, 4),
                         "complexity_score": round(signals.complexity, 3), "risk_score": round(signals.risk, 3)},
             "needs": {**asdict(self.check.needs), "local_only": bool(route and route.local_only)},
+            "kept_local": None if self.private_rule is None else {"by": self.private_rule[0],
+                                                                  "why": self.private_rule[1]},
             "findings": list(self.check.findings),
             "required_skill": route.required_skill if route else None,
             "sticky": self.sticky,
@@ -95,6 +100,8 @@ class Plan:
                         "x-router-complexity": str(signals["complexity"]), "x-router-risk": str(signals["risk"])}
         if report["decision_provider"]:
             headers["x-router-decision-ms"] = f"{report['decision_ms']:.1f}"
+        if self.private_rule is not None:
+            headers["x-router-kept-local"] = self.private_rule[0]
         failed = failed_before([*earlier, forwarded] if forwarded is not None else [])
         if failed:
             headers["x-router-failed"] = ", ".join(a.model for a in failed)

@@ -30,7 +30,7 @@ from .plan import Plan, Reply, RouterError
 from .precheck import Budget, PreCheck, checked
 from .scoring import BELOW_FLOOR, Live, est_cost, over_budget, route
 from .shadow import Shadow, ShadowJob
-from .signals import UNKNOWN, Asked, Borrow, Core, ask, provider_for
+from .signals import UNKNOWN, Asked, Borrow, Core, ask, private_rule, provider_for
 from .skills import load_overlay
 from .spend import Spend
 from .state import InFlight, Sticky, UpstreamSlots
@@ -134,6 +134,21 @@ class Router:
         live = self._live(settings)
         key = f"{client}\n{conversation.key}"
         remembered = self.sticky.get(key)
+
+        def may_reach(provider: str | None) -> bool:
+            # Under local_only no prompt is known safe to send before the decision: only an
+            # engine on this machine may read it.
+            return settings.private != "local_only" or core.stays_local(provider)
+
+        text = conversation.last_user or "\n".join(conversation.texts)
+        asked = None
+        if remembered is not None and settings.private == "local_only" and not needs.private \
+                and not all(settings.is_local(settings.model(m)) for m in remembered):
+            # A conversation kept with a remote model may go on there only while each turn is
+            # known safe to send.
+            asked = await ask(core, settings, text, client, False, may_reach(provider_for(settings, False)))
+            if asked.signals.private:
+                remembered = None
         if remembered is not None:
             # The conversation's model and its fall-through, as long as they can take this turn.
             kept = route(settings, UNKNOWN, needs, live)
@@ -146,12 +161,8 @@ class Router:
                 return Plan(request_id, api, conversation, check, order, STICKY, kept, sticky=True,
                             key=key if remember else None)
         private = needs.private
-
-        def may_reach(provider: str | None) -> bool:
-            return settings.private != "local_only" or not private or core.stays_local(provider)
-
-        text = conversation.last_user or "\n".join(conversation.texts)
-        asked = await ask(core, settings, text, client, private, may_reach(provider_for(settings, private)))
+        if asked is None:
+            asked = await ask(core, settings, text, client, private, may_reach(provider_for(settings, private)))
         if asked.provider:
             self.observer.router_decision(asked.provider, asked.latency_ms / 1000)
         chosen = route(settings, asked.signals, needs, live)
@@ -165,9 +176,10 @@ class Router:
                                             may_reach(settings.decision.shadow), needs, live, asked.signals,
                                             chosen.model, asked.provider))
         order = [(settings.model(m), settings.model(m).upstream, chosen.reasoning_effort) for m in chosen.order]
+        rule = private_rule(settings, check.findings, asked.signals) if chosen.local_only else None
         return Plan(request_id, api, conversation, check, order, chosen.reason, chosen, asked,
                     decided_locally=bool(asked.provider) and core.stays_local(asked.provider),
-                    key=key if remember else None)
+                    key=key if remember else None, private_rule=rule)
 
     # -- forward -------------------------------------------------------------------------------
     async def answer(self, plan: Plan, body: dict[str, Any], headers: Mapping[str, str], client: str) -> Reply:

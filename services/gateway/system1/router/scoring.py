@@ -33,7 +33,10 @@ class Signals:
     #: Scored 0..3 and 0..2; fractional where the engine gives an expected value.
     complexity: float
     risk: float
+    #: Whether the decision leaves the prompt private (`signals.private_by_decision`), and the
+    #: calibrated probability it gave (None: no answer).
     private: bool = False
+    p_private: float | None = None
 
     @property
     def primary(self) -> str:

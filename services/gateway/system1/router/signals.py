@@ -3,10 +3,14 @@
 
 - topic: a choice over the configured topics, with probabilities;
 - complexity: a score 0..3, and risk: a score 0..2, each the expected level;
-- private data: yes/no.
+- private data: yes/no, read as "safe to send": under `private = "local_only"` a prompt may leave
+  the machine only when the calibrated probability that it is private is below
+  `max_leave_probability`. The question carries that bar as its own threshold, so where the
+  fast stage is not that sure, the cascade's later stages (the local judge) are asked before
+  the route is chosen; an answer still unsure, or none, keeps the prompt here.
 
-Where the decision cannot be had (every engine failed, or a private prompt may not reach the
-engine), the signals say nothing with no confidence, which makes scoring play safe.
+Where the decision cannot be had (every engine failed, or the prompt may not reach the engine),
+the signals say nothing with no confidence, which makes scoring play safe.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import time
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
+from dataclasses import replace
 from typing import Protocol
 
 from ..core.lanes import INTERACTIVE
@@ -74,12 +79,44 @@ class Asked:
 
 
 def questions(settings: RouterSettings) -> list[Query]:
+    # Under local_only the private question must be sure either way, or be asked further.
+    bar = 1.0 - settings.max_leave_probability if settings.private == "local_only" else None
     return [
         Query(TOPIC_QUESTION, [settings.topic_text(t) for t in settings.topics], kind="router-topic"),
         Query(COMPLEXITY_QUESTION, list(COMPLEXITY_LEVELS), kind="router-complexity", score=True),
         Query(RISK_QUESTION, list(RISK_LEVELS), kind="router-risk", score=True),
-        Query(PRIVATE_QUESTION, ["yes", "no"], yes_no=True, kind="router-private"),
+        Query(PRIVATE_QUESTION, ["yes", "no"], yes_no=True, kind="router-private", min_confidence=bar),
     ]
+
+
+def private_by_decision(settings: RouterSettings, p_private: float | None) -> bool:
+    """Whether the decision's probability (None: no answer) keeps a prompt private: under
+    `local_only` unless it is known safe, under `prefer_local` once it is likely private."""
+    if settings.private == "local_only":
+        return p_private is None or p_private >= settings.max_leave_probability
+    limit = settings.prefer_local_probability if settings.private == "prefer_local" else 0.5
+    return p_private is not None and p_private >= limit
+
+
+def unknown(settings: RouterSettings) -> Signals:
+    """UNKNOWN, private where only a decision could have shown the prompt safe to send."""
+    return replace(UNKNOWN, private=private_by_decision(settings, None))
+
+
+def private_rule(settings: RouterSettings, findings: tuple[str, ...], signals: Signals) -> tuple[str, str] | None:
+    """Which rule makes a prompt private, in a word and in a sentence (None: none does)."""
+    if findings:
+        return "pre-check", f"the pre-check found {', '.join(findings)}"
+    if not signals.private:
+        return None
+    p = signals.p_private
+    if p is None:
+        return "no-decision", "no answer to the private question, so not known to be safe to send"
+    if settings.private == "local_only":
+        return "decision", (f"the probability that it is private, {p:.3f}, is not below "
+                            f"max_leave_probability {settings.max_leave_probability:g}")
+    return "decision", f"the probability that it is private, {p:.3f}, reaches prefer_local_probability " \
+                       f"{settings.prefer_local_probability:g}"
 
 
 def decision_state(text: str, limit: int) -> dict[str, str]:
@@ -111,7 +148,8 @@ def signals_of(settings: RouterSettings, decisions: list[Decision]) -> tuple[Sig
         confidence=topic.confidence if topics and topic.confidence is not None else 0.0,
         complexity=UNKNOWN.complexity if level is None else level,
         risk=UNKNOWN.risk if danger is None else danger,
-        private=p_private is not None and p_private >= 0.5,
+        private=private_by_decision(settings, p_private),
+        p_private=p_private,
     )
     return signals, ("; ".join(dict.fromkeys(failed)) or None)
 
@@ -130,7 +168,8 @@ async def ask(decider: Decider, settings: RouterSettings, text: str, client: str
     `provider_for` names; `may_leave` False keeps it on this machine (the caller has checked
     that provider, or the chain's first)."""
     if not may_leave:
-        return Asked(UNKNOWN, None, 0.0, "a private prompt may not reach the decision engine (private = \"local_only\")")
+        return Asked(unknown(settings), None, 0.0,
+                     "the prompt may not reach a decision engine off this machine (private = \"local_only\")")
     started = time.perf_counter()
     decisions = await decider.decide_many(decision_state(text, settings.decision.chars), questions(settings), client,
                                           priority, threshold=0.0, only=only or provider_for(settings, private))

@@ -1,0 +1,94 @@
+"""Under `local_only` a prompt leaves the machine only when it is known safe to send: the pre-check
+found nothing and the decision's calibrated probability that it is private is below
+`max_leave_probability`; `prefer_local` reads the same probability with its own threshold."""
+
+from __future__ import annotations
+
+import pytest
+
+from system1.core.router_config import RouterSettings
+
+from .catalogues import seed_table
+from .scripted import Scripted, always_local, plan_with, router_for
+
+pytestmark = pytest.mark.anyio
+SONNET, GEMMA = "anthropic/claude-sonnet-5", "gemma-3-270m"
+PROSE = "Can you help me word a note about the quarterly roadmap for the platform team?"
+
+
+def body(text: str = PROSE) -> dict:
+    return {"model": "auto", "messages": [{"role": "user", "content": text}]}
+
+
+def router(tmp_path, monkeypatch, **changes):
+    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-test")
+    return router_for(RouterSettings.model_validate(seed_table(**changes)), tmp_path)
+
+
+@pytest.mark.parametrize("p_private, leaves", [(0.01, True), (0.049, True), (0.05, False), (0.2, False), (0.9, False)])
+async def test_under_local_only_a_prompt_leaves_only_below_the_leave_probability(tmp_path, monkeypatch, p_private,
+                                                                                 leaves):
+    routed = router(tmp_path, monkeypatch, private="local_only")
+    plan = await plan_with(routed, "openai", body(), "alice", Scripted(p_private=p_private, risk=1), always_local)
+    report = plan.report()
+    assert report["signals"]["p_private"] == pytest.approx(p_private)
+    if leaves:
+        assert plan.model == SONNET and report["kept_local"] is None and "x-router-kept-local" not in plan.headers(None)
+    else:
+        assert plan.model == GEMMA and report["kept_local"]["by"] == "decision"
+        assert f"{p_private:.3f}" in report["kept_local"]["why"] and plan.headers(None)["x-router-kept-local"] == "decision"
+    await routed.aclose()
+
+
+async def test_under_local_only_a_prompt_with_no_decision_is_not_known_safe_and_stays(tmp_path, monkeypatch):
+    routed = router(tmp_path, monkeypatch, private="local_only")
+    plan = await plan_with(routed, "openai", body(), "alice", Scripted(fail=True), always_local)
+    assert plan.model == GEMMA and plan.report()["kept_local"]["by"] == "no-decision"
+    await routed.aclose()
+
+
+async def test_under_local_only_no_prompt_is_shown_to_a_decision_engine_off_this_machine(tmp_path, monkeypatch):
+    routed = router(tmp_path, monkeypatch, private="local_only")
+    decider = Scripted(p_private=0.01)
+    plan = await plan_with(routed, "openai", body(), "alice", decider, lambda name: False)
+    assert decider.asked == [] and plan.model == GEMMA and plan.report()["kept_local"]["by"] == "no-decision"
+    await routed.aclose()
+
+
+async def test_the_private_question_carries_the_leave_bar_as_its_own_threshold_only_under_local_only(
+        tmp_path, monkeypatch):
+    for mode, bar in (("local_only", 0.95), ("prefer_local", None), ("ignore", None)):
+        routed = router(tmp_path / mode, monkeypatch, private=mode, max_leave_probability=0.05)
+        decider = Scripted()
+        await plan_with(routed, "openai", body(), "alice", decider, always_local)
+        [(_, queries, _)] = decider.asked
+        assert [q.min_confidence for q in queries] == [None, None, None, pytest.approx(bar) if bar else None], mode
+        await routed.aclose()
+
+
+@pytest.mark.parametrize("p_private, local", [(0.3, False), (0.6, True)])
+async def test_prefer_local_prefers_a_local_model_once_the_probability_reaches_its_own_threshold(
+        tmp_path, monkeypatch, p_private, local):
+    routed = router(tmp_path, monkeypatch, private="prefer_local", prefer_local_probability=0.5)
+    plan = await plan_with(routed, "openai", body(), "alice", Scripted(p_private=p_private, risk=1), always_local)
+    assert (plan.model == GEMMA) is local
+    assert (plan.report()["kept_local"] or {}).get("by") == ("decision" if local else None)
+    await routed.aclose()
+
+
+async def test_a_conversation_kept_with_a_remote_model_moves_here_once_a_turn_is_not_known_safe(tmp_path, monkeypatch):
+    routed = router(tmp_path, monkeypatch, private="local_only")
+    first = await plan_with(routed, "openai", body(), "alice", Scripted(p_private=0.01, risk=1), always_local)
+    assert first.model == SONNET
+    again = await plan_with(routed, "openai", body(), "alice", Scripted(p_private=0.01, risk=1), always_local)
+    assert again.sticky and again.model == SONNET  # still safe: the conversation keeps its model
+    unsure = await plan_with(routed, "openai", body(), "alice", Scripted(p_private=0.3, risk=1), always_local)
+    assert not unsure.sticky and unsure.model == GEMMA and unsure.report()["kept_local"]["by"] == "decision"
+    await routed.aclose()
+
+
+@pytest.mark.parametrize("field, value", [("max_leave_probability", 0.6), ("max_leave_probability", -0.1),
+                                          ("prefer_local_probability", 1.5)])
+def test_a_leave_or_prefer_probability_out_of_range_is_refused_naming_the_field(field, value):
+    with pytest.raises(ValueError, match=field):
+        RouterSettings.model_validate(seed_table(**{field: value}))
