@@ -62,6 +62,15 @@ def test_extra_keys_stay_out_of_the_request(tmp_path):
     assert row.request() == {"question": "q", "min_confidence": 0, "context": {"prompt": "x"}}
 
 
+def test_a_rows_group_is_named_with_its_file_and_stays_out_of_the_request(tmp_path):
+    data = write_rows(tmp_path / "d.jsonl", [{"question": "q", "label": "no", "meta": {"group": "pay"}},
+                                             {"question": "q", "label": "no", "meta": {"group": 3}},
+                                             {"question": "q", "label": "yes"}])
+    rows = calibrate.load(data)
+    assert [r.group for r in rows] == ["d.jsonl:pay", None, None]
+    assert rows[0].request() == {"question": "q", "min_confidence": 0}
+
+
 @pytest.fixture
 def labelled(tmp_path):
     rows = [{"question": QUESTION, "options": ["rerun", "block"], "label": "rerun" if i % 4 else "block"} for i in range(16)]

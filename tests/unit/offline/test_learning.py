@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from system1.core.heads import kind_of
-from system1.offline.learning import Example, learn, learn_kind, stratified_folds
+from system1.offline.learning import Example, grouped_folds, learn, learn_kind, stratified_folds
 
 KIND = kind_of("Is this destructive?", ["yes", "no"], yes_no=True)
 
@@ -33,6 +33,46 @@ def test_stratified_folds_partition_the_rows_and_spread_each_label():
     folds = stratified_folds(labels, 5)
     assert sorted(i for f in folds for i in f) == list(range(15))
     assert all(sum(labels[i] == "b" for i in f) == 1 for f in folds)
+
+
+def test_grouped_folds_hold_each_group_whole_and_spread_each_label():
+    groups = [f"g{i // 6}" for i in range(60)]  # ten groups of six rows
+    labels = ["yes" if int(g[1:]) % 2 else "no" for g in groups]
+    folds = grouped_folds(labels, groups, 5, seed=3)
+    assert sorted(i for f in folds for i in f) == list(range(60))
+    assert all(len({groups[i] for i in f}) == 2 for f in folds)  # two whole groups a fold
+    assert all({groups[i] for i in f}.isdisjoint({groups[i] for i in g}) for f in folds for g in folds if f is not g)
+    assert all(sorted(labels[i] for i in f) == ["no"] * 6 + ["yes"] * 6 for f in folds)
+
+
+def grouped_examples(groups: int, per_group: int, seed: int = 0, dim: int = 64) -> list[Example]:
+    """Rows that share their group's own point, each group of one label: the label can be told
+    from a group seen before, not from a new one."""
+    rng = random.Random(seed)
+    rows = []
+    for g in range(groups):
+        label = "yes" if g % 2 else "no"
+        centre = [rng.gauss(0, 3.0) for _ in range(dim)]
+        for _ in range(per_group):
+            rows.append(Example(KIND, ("yes", "no"), label, [c + rng.gauss(0, 0.3) for c in centre],
+                                {"yes": 0.5, "no": 0.5}, "systemone", "minilm", group=f"seed.jsonl:g{g}"))
+    return rows
+
+
+@pytest.mark.needs_sklearn
+def test_a_kind_with_enough_groups_is_judged_on_groups_it_never_saw():
+    rows = grouped_examples(20, 8)
+    grouped = learn_kind(rows, k=5, threshold=0.6, curve=False, repeats=1)
+    mixed = learn_kind([replace(r, group=None) for r in rows], k=5, threshold=0.6, curve=False, repeats=1)
+    assert grouped.groups == 20 and mixed.groups == 0
+    # Rows of a group seen in training are easy; a new group's are guesswork.
+    assert mixed.head["accuracy"] > 0.95 and grouped.head["accuracy"] < 0.8
+
+
+@pytest.mark.needs_sklearn
+def test_a_kind_naming_fewer_than_twice_k_groups_is_folded_by_label_alone():
+    rows = [replace(r, group=f"seed.jsonl:g{i % 9}") for i, r in enumerate(examples(120, 2.0, 0.5))]
+    assert learn_kind(rows, k=5, threshold=0.6, curve=False, repeats=1).groups == 0
 
 
 @pytest.mark.needs_sklearn

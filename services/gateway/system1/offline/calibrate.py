@@ -18,7 +18,7 @@ import json
 import re
 import sys
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +68,8 @@ class Labelled:
     context: dict[str, Any] | None
     label: str
     kind: str | None = None
+    #: The group it was written in (`meta.group`, named with its file), for grouped folds.
+    group: str | None = None
 
     @property
     def choices(self) -> list[str]:
@@ -107,7 +109,9 @@ def row_of(raw: Any, where: str, labelled: bool = True) -> Labelled:
     kind = raw.get("kind")
     if kind is not None and (not isinstance(kind, str) or not re.fullmatch(KIND_PATTERN, kind)):
         raise DataError(f"{where}: 'kind' must be a string of letters, digits, '.', '_', '-' or '/'")
-    row = Labelled(question, options, context, label, kind)
+    meta = raw.get("meta")
+    group = meta.get("group") if isinstance(meta, dict) else None
+    row = Labelled(question, options, context, label, kind, group if isinstance(group, str) and group else None)
     if labelled and (not isinstance(label, str) or label not in row.choices):
         raise DataError(f"{where}: label {label!r} is not among the options {row.choices}")
     return row
@@ -143,6 +147,7 @@ def load(path: Path, labelled: bool = True) -> list[Labelled]:
                      for index, row in enumerate(raw.get("rows") or [], 1)]
         else:
             rows.append(row_of(raw, f"{path}:{number}", labelled))
+    rows = [replace(row, group=f"{path.name}:{row.group}") if row.group else row for row in rows]
     if not rows:
         hint = (" (a shadow log holds rows only where [router] log_prompts was on and the prompt was not private)"
                 if shadowed else "")

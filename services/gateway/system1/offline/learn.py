@@ -40,7 +40,8 @@ async def ask_all(service: ServiceClient, rows: list[Labelled], progress: bool,
                 problems.append(f"row {index}: {reason}")
             else:
                 examples.append(Example(embedded["kind"], tuple(row.choices), row.label, embedded["embedding"],
-                                        body["probabilities"], embedded["embedder"], embedded["model"], teacher))
+                                        body["probabilities"], embedded["embedder"], embedded["model"], teacher,
+                                        row.group))
         if progress:
             progress_bar(index, len(rows), "asking")
     return examples, problems
@@ -75,8 +76,9 @@ def render(results: Sequence[KindResult], first: Example, sources: list[str], pr
            threshold: float, folds: int, repeats: int = REPEATS, taught: Taught | None = None) -> str:
     lines = [
         f"# Learned heads: embedder {first.embedder} {first.model}", "",
-        f"Data: {', '.join(sources)}. Fitted by `system1 learn`. Every figure is held out ({folds}-fold, stratified): "
-        "each row is judged by a head and a temperature fitted on the other folds. The split is drawn "
+        f"Data: {', '.join(sources)}. Fitted by `system1 learn`. Every figure is held out ({folds}-fold, stratified; "
+        "where a kind's rows name at least twice that many groups, `meta.group` of their file, each group is held "
+        "out whole, and its rows column says how many groups): each row is judged by a head and a temperature fitted on the other folds. The split is drawn "
         f"{repeats} times with different seeds; a head's figures are the means over those splits, each ECE with "
         "its range (one split's ECE on a hundred-odd rows moves by a few hundredths with the split alone). "
         "A head is enabled only if its held-out accuracy beats the raw engine's on the same rows. ECE uses ten "
@@ -93,7 +95,8 @@ def render(results: Sequence[KindResult], first: Example, sources: list[str], pr
               f"{_pct(h['at_threshold']['coverage'])} / {_pct(h['at_threshold']['accuracy'])}" if h else "-")
         answered = _ece_cell(e["at_threshold"]["ece"], h["at_threshold"] if h else None)
         kind = _kind_cell(r.kind)
-        lines.append(f"| {kind} | {r.rows} | {len(r.options)} | {_pct(e['accuracy'])} | "
+        rows = f"{r.rows} in {r.groups} groups" if r.groups else str(r.rows)
+        lines.append(f"| {kind} | {rows} | {len(r.options)} | {_pct(e['accuracy'])} | "
                      f"{_pct(h['accuracy']) if h else '-'} | {at} | {_ece_cell(e['ece'], h)} | {answered} | "
                      f"{'yes' if r.enabled else 'no: ' + (r.why_not or '')} |")
     if taught is not None:

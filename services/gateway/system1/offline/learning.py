@@ -3,7 +3,8 @@
 Per decision kind: a multinomial logistic regression on the embedder's vectors of the judged
 texts, its regularisation chosen by cross-validation inside each training fold
 (`LogisticRegressionCV`). Everything reported is held out: the rows are split into k stratified
-folds, each fold's probabilities come from a head fitted on the others, and each fold's
+folds (where a kind's rows name at least 2k groups, `meta.group` in their file, each group is
+held out whole, so a figure says how a head does on a kind of text it never saw), each fold's probabilities come from a head fitted on the others, and each fold's
 temperature from the other folds' held-out probabilities. On a hundred-odd rows one split's
 figures swing with the split itself (ECE by 0.03 either way), so the split is repeated with
 other seeds and the figures are their means, ECE with its range. A head is enabled only if its
@@ -47,6 +48,9 @@ class Example:
     model: str
     #: Labelled by a teacher engine, not a person: trained on, never judged on.
     teacher: bool = False
+    #: The group the row was written in (file and `meta.group`), held out whole where a kind
+    #: has enough groups.
+    group: str | None = None
 
 
 @dataclass
@@ -63,12 +67,14 @@ class KindResult:
     #: Teacher rows the head was trained with, and the head's figures without them.
     teacher_rows: int = 0
     without_teacher: dict[str, Any] | None = None
+    #: The groups held out whole in the folds (0: the folds were stratified by label alone).
+    groups: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "options": list(self.options), "rows": self.rows, "engine": self.engine,
                 "head": self.head, "enabled": self.enabled, "why_not": self.why_not,
                 "curve": [{"rows_per_option": x, "accuracy": y} for x, y in self.curve],
-                "teacher_rows": self.teacher_rows, "without_teacher": self.without_teacher}
+                "teacher_rows": self.teacher_rows, "without_teacher": self.without_teacher, "groups": self.groups}
 
 
 def stratified_folds(labels: Sequence[str], k: int, seed: int = 0) -> list[list[int]]:
@@ -86,6 +92,41 @@ def stratified_folds(labels: Sequence[str], k: int, seed: int = 0) -> list[list[
             folds[(position + offset) % k].append(index)
         offset += len(members)
     return [sorted(f) for f in folds if f]
+
+
+def grouped_folds(labels: Sequence[str], groups: Sequence[str], k: int, seed: int = 0) -> list[list[int]]:
+    """k folds that each hold whole groups, the groups dealt so every fold gets its share of each
+    label: largest first (ties in an order drawn by `seed`), each to the fold with fewest rows
+    of the group's most common label."""
+    members: dict[str, list[int]] = defaultdict(list)
+    for index, group in enumerate(groups):
+        members[group].append(index)
+    order = sorted(members)
+    random.Random(seed).shuffle(order)
+    order.sort(key=lambda g: -len(members[g]))
+    folds: list[list[int]] = [[] for _ in range(k)]
+    per_label: list[Counter[str]] = [Counter() for _ in range(k)]
+    for group in order:
+        label = Counter(labels[i] for i in members[group]).most_common(1)[0][0]
+        target = min(range(k), key=lambda f: (per_label[f][label], len(folds[f])))
+        folds[target] += members[group]
+        per_label[target].update(labels[i] for i in members[group])
+    return [sorted(f) for f in folds if f]
+
+
+def groups_of(examples: Sequence[Example], k: int) -> list[str] | None:
+    """Each row's group for the folds, or None where the rows name fewer than 2k groups (too few
+    to deal out; the folds are then stratified). A row without a group is a group of its own."""
+    named = {e.group for e in examples if e.group}
+    if len(named) < 2 * k:
+        return None
+    return [e.group or f"row {i}" for i, e in enumerate(examples)]
+
+
+def folds_of(examples: Sequence[Example], k: int, seed: int = 0) -> list[list[int]]:
+    labels = [e.label for e in examples]
+    groups = groups_of(examples, k)
+    return stratified_folds(labels, k, seed) if groups is None else grouped_folds(labels, groups, k, seed)
 
 
 def _classifier(x: Any, y: Any) -> Any:
@@ -146,7 +187,7 @@ def held_out(examples: Sequence[Example], k: int, seed: int = 0,
     """Each row's calibrated probabilities from a head and a temperature that never saw it (one
     split into k folds, drawn by `seed`; `taught` rows train every fold), and its held-out
     probabilities before the temperature."""
-    groups = stratified_folds([e.label for e in examples], k, seed)
+    groups = folds_of(examples, k, seed)
     raw = _rows(examples, _raw_probabilities(examples, groups, taught))
     result: list[dict[str, float]] = [{} for _ in examples]
     for test in groups:
@@ -188,7 +229,7 @@ def _mean_summary(summaries: Sequence[dict[str, Any]]) -> dict[str, Any]:
 def learning_curve(examples: Sequence[Example], k: int, seed: int = 0) -> list[tuple[float, float]]:
     """Held-out accuracy against training rows per option, training on growing shares of each fold."""
     x, y = _matrix(examples)
-    groups = stratified_folds([e.label for e in examples], k)
+    groups = folds_of(examples, k)
     rng = random.Random(seed)
     curve = []
     for fraction in CURVE_FRACTIONS:
@@ -225,6 +266,8 @@ def learn_kind(examples: Sequence[Example], k: int, threshold: float,
                           f"(each option needs {min_rows_per_option}; has {', '.join(str(counts[o]) for o in thin)})")
         return result
     folds = min(k, min(counts.values()))
+    named = groups_of(examples, folds)
+    result.groups = 0 if named is None else len(set(named))
     if taught:
         result.teacher_rows = len(taught)
         result.without_teacher = learn_kind(examples, k, threshold, min_rows_per_option, False, repeats).head
