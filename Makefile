@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup help test test-unit test-contract test-fuzz test-stack contract-envs images learn-image llama-image judge-model torch-image llama-server learn up down unregister uninstall purge logs smoke smoke-local serve bench bench-cascade bench-engines bench-router bench-router-refit bench-router-overhead study models schemas clean
+.PHONY: setup help test test-unit test-contract test-fuzz test-stack contract-envs images learn-image llama-image judge-model torch-image llama-server learn up down unregister uninstall purge logs smoke smoke-local serve bench bench-cascade bench-privacy bench-engines bench-router bench-router-refit bench-router-overhead study models schemas clean
 
 # The host tools, installed once and again whenever what they come from changes; every target
 # that runs them depends on this, so each works on a fresh clone with nothing run before it.
@@ -226,6 +226,15 @@ bench: $(TOOLS)  ## the load benchmark (needs wrk and bench/requirements.txt)
 
 schemas: $(TOOLS)  ## regenerate the published JSON Schemas from the models
 	$(BIN)/python -m system1.core.schema --write
+
+# The leak benchmark, this code beside the one before the privacy work (a worktree of BEFORE).
+BEFORE ?= 928816e
+bench-privacy: $(TOOLS) $(LLAMA_SERVER) $(JUDGE_MODEL)  ## private prompts that would leave under local_only, false alarms, what each stage caught, on the blind privacy set
+	$(BIN)/python -m pip install --quiet -r bench/requirements.txt
+	rm -rf build/before && git worktree prune && git worktree add --force --detach build/before $(BEFORE)
+	$(BIN)/python bench/privacy/run.py --code build/before --label before --no-judge
+	$(BIN)/python bench/privacy/run.py --label after
+	git worktree remove --force build/before
 
 bench-cascade: $(TOOLS) $(LLAMA_SERVER) $(JUDGE_MODEL)  ## MiniLM, the llama judge and the cascade of both, on the blind and seed sets
 	$(BIN)/python -m pip install --quiet -r bench/requirements.txt

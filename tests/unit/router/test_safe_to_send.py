@@ -4,9 +4,17 @@ found nothing and the decision's calibrated probability that it is private is be
 
 from __future__ import annotations
 
+from contextlib import asynccontextmanager
+
 import pytest
 
+from system1.core.gateway import Gateway
 from system1.core.router_config import RouterSettings
+from system1.providers.base import Capabilities, EngineAnswer, HealthProbe, OneQuestionProvider, Query
+from system1.router.router import Router
+from system1.service.metrics import Metrics
+
+from ..helpers import config_in
 
 from .catalogues import seed_table
 from .scripted import Scripted, always_local, plan_with, router_for
@@ -32,6 +40,7 @@ async def test_under_local_only_a_prompt_leaves_only_below_the_leave_probability
     plan = await plan_with(routed, "openai", body(), "alice", Scripted(p_private=p_private, risk=1), always_local)
     report = plan.report()
     assert report["signals"]["p_private"] == pytest.approx(p_private)
+    assert report["signals"]["private_by"] == "stage 1: scripted"
     if leaves:
         assert plan.model == SONNET and report["kept_local"] is None and "x-router-kept-local" not in plan.headers(None)
     else:
@@ -92,3 +101,48 @@ async def test_a_conversation_kept_with_a_remote_model_moves_here_once_a_turn_is
 def test_a_leave_or_prefer_probability_out_of_range_is_refused_naming_the_field(field, value):
     with pytest.raises(ValueError, match=field):
         RouterSettings.model_validate(seed_table(**{field: value}))
+
+
+class Leaning(OneQuestionProvider):
+    """Answers every question's last option, and the private question with P(yes) = `p_yes`."""
+
+    def __init__(self, name: str, p_yes: float) -> None:
+        super().__init__(OneQuestionProvider.Options())
+        self.name, self.p_yes, self.asked = name, p_yes, []
+
+    async def decide_one(self, state, query: Query, timeout_s: float) -> EngineAnswer:
+        self.asked.append(query.kind)
+        if query.kind == "router-private":
+            shares = {"yes": self.p_yes, "no": 1 - self.p_yes}
+        else:
+            shares = {c: (0.9 if i == len(query.choices) - 1 else 0.1 / (len(query.choices) - 1))
+                      for i, c in enumerate(query.choices)}
+        choice = max(shares, key=shares.get)
+        return EngineAnswer(choice, shares[choice], shares, "leaning", "leaning-model")
+
+    async def health(self, timeout_s: float) -> HealthProbe:
+        return HealthProbe(True, "up")
+
+    def capabilities(self) -> Capabilities:
+        return Capabilities(max_options=None, model="leaning-model")
+
+
+@pytest.mark.parametrize("judge_p, local, by", [(0.01, False, None), (0.3, True, "decision")])
+async def test_where_the_fast_stage_is_unsure_the_local_judge_answers_the_private_question_first(
+        tmp_path, monkeypatch, judge_p, local, by):
+    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-test")
+    fast, judge = Leaning("systemone", 0.2), Leaning("mock", judge_p)
+    toml = '[gateway]\nprovider = "systemone"\ncascade = ["mock"]\n'
+    gateway = Gateway(config_in(tmp_path, toml), providers={"systemone": fast, "mock": judge})
+
+    @asynccontextmanager
+    async def borrow():
+        yield gateway
+
+    routed = Router(RouterSettings.model_validate(seed_table(private="local_only")), tmp_path / "router", Metrics(), borrow)
+    plan = await routed.plan("openai", body(), "alice")
+    assert judge.asked == ["router-private"]  # the other three questions stay with the fast stage
+    report = plan.report()
+    assert report["signals"]["private_by"] == "stage 2: mock" and report["signals"]["p_private"] == pytest.approx(judge_p)
+    assert (plan.model == GEMMA) is local and (report["kept_local"] or {}).get("by") == by
+    await routed.aclose()

@@ -76,6 +76,7 @@ class Plan:
                         "confidence": round(signals.confidence, 4), "complexity": route.complexity if route else None,
                         "risk": route.risk if route else None, "private": signals.private,
                         "p_private": None if signals.p_private is None else round(signals.p_private, 4),
+                        "private_by": signals.private_by or None,
                         "complexity_score": round(signals.complexity, 3), "risk_score": round(signals.risk, 3)},
             "needs": {**asdict(self.check.needs), "local_only": bool(route and route.local_only)},
             "kept_local": None if self.private_rule is None else {"by": self.private_rule[0],

@@ -37,6 +37,8 @@ class Signals:
     #: calibrated probability it gave (None: no answer).
     private: bool = False
     p_private: float | None = None
+    #: Who answered the private question: "stage N: provider" ("" : no one).
+    private_by: str = ""
 
     @property
     def primary(self) -> str:

@@ -150,6 +150,7 @@ def signals_of(settings: RouterSettings, decisions: list[Decision]) -> tuple[Sig
         risk=UNKNOWN.risk if danger is None else danger,
         private=private_by_decision(settings, p_private),
         p_private=p_private,
+        private_by=f"stage {private.stage or 1}: {private.provider}" if p_private is not None and private.provider else "",
     )
     return signals, ("; ".join(dict.fromkeys(failed)) or None)
 

@@ -1,0 +1,247 @@
+"""The leak benchmark: which prompts of the blind privacy set would leave the machine under
+`[router] private = "local_only"`, which ordinary ones are kept here for nothing, what each stage
+caught, and what the check adds to a request's time.
+
+Every prompt of `blind.jsonl` (written apart from every training row, never fitted or tuned on)
+goes through the gateway's dry run (`POST /v1/router/route`) of a served `system1 serve` with the
+stack's catalogue (deploy/config.toml, every cloud tier configured, `local_only`), over MiniLM
+(serve.py) and, where the code has it, the cascade's judge (llama-server with Qwen2.5-Coder-1.5B).
+No chat model is called.
+
+- leaked: a private prompt whose route is a model off this machine;
+- false alarm: an ordinary prompt treated as private (the route held to local models);
+- caught by: the pre-check (a finding), the decision's stage 1 (MiniLM with its head) or stage 2
+  (the judge), read from the dry run's `kept_local` and `signals.private_by`;
+- time: the pre-check alone (in process, CPU) and the dry run's decision, for prompts stage 1
+  cleared and for those passed to the judge.
+
+`--code DIR` serves another checkout's gateway (its `services/gateway`), so the same run measures
+an earlier version beside this one: `--code` a worktree of the earlier commit, `--label before`.
+Writes results-LABEL.json; `--report` writes RESULTS.md and leaks.png from every results file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from collections import Counter
+from contextlib import ExitStack
+from pathlib import Path
+
+import httpx
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(HERE.parent))
+
+from benchlib import free_port, percentile, served_gateway  # noqa: E402
+from local_engines import serve  # noqa: E402
+
+LLAMA = ROOT / "build" / "llama"
+JUDGE = LLAMA / "models" / "qwen2.5-coder-1.5b-decision.gguf"
+CLOUD_KEYS = ("OPENROUTER_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_API_KEY")
+LABELS = ("before", "after")
+
+
+def blind() -> list[dict]:
+    return [json.loads(line) for line in (HERE / "blind.jsonl").read_text(encoding="utf-8").splitlines() if line]
+
+
+def config(code: Path, minilm: str, judge: str | None) -> str:
+    """The stack's config, pointed at the engines started here, under `local_only`."""
+    text = (code / "deploy" / "config.toml").read_text(encoding="utf-8")
+    text = text.replace("http://systemone:8790", minilm)
+    text = text.replace("http://llama:8080", judge or "http://127.0.0.1:9")  # no judge: nothing answers there
+    text = re.sub(r'^private = "[a-z_]+"', 'private = "local_only"', text, count=1, flags=re.M)
+    if judge is None:
+        text = re.sub(r"^cascade = \[.*\]$", "cascade = []", text, count=1, flags=re.M)
+    return text
+
+
+def precheck_ms(code: Path, prompts: list[str]) -> list[float]:
+    """The pre-check's CPU time per prompt, in a process that imports `code`'s gateway."""
+    script = (
+        "import json, sys, time\n"
+        "from system1.router.conversation import from_openai\n"
+        "from system1.router.precheck import precheck\n"
+        "prompts = json.load(sys.stdin)\n"
+        "precheck(from_openai({'model': 'auto', 'messages': [{'role': 'user', 'content': 'warm up'}]}))\n"
+        "out = []\n"
+        "for p in prompts:\n"
+        "    body = {'model': 'auto', 'messages': [{'role': 'user', 'content': p}]}\n"
+        "    started = time.process_time()\n"
+        "    precheck(from_openai(body))\n"
+        "    out.append((time.process_time() - started) * 1000)\n"
+        "print(json.dumps(out))\n")
+    env = {**os.environ, "PYTHONPATH": str(code / "services" / "gateway")}
+    done = subprocess.run([sys.executable, "-c", script], input=json.dumps(prompts), capture_output=True, text=True,
+                          env=env, check=True, timeout=600)
+    return json.loads(done.stdout)
+
+
+def caught_by(report: dict) -> str | None:
+    """Which stage kept the prompt here (None: it may leave)."""
+    if not report["needs"]["local_only"]:
+        return None
+    if report["findings"]:
+        return "pre-check"
+    by = (report["signals"].get("private_by") or "")
+    return "stage 2" if by.startswith("stage 2") else "stage 1" if by else "no decision"
+
+
+def run(code: Path, label: str, judge: bool) -> dict:
+    rows = blind()
+    keys = {k: "placeholder-for-the-benchmark" for k in CLOUD_KEYS}
+    answers = []
+    with ExitStack() as stack:
+        minilm_port = free_port()
+        serve(stack, [sys.executable, str(ROOT / "engines" / "systemone" / "serve.py"), "--port", str(minilm_port)],
+              f"http://127.0.0.1:{minilm_port}/health", {"SYSTEMONE_THREADS": "2"})
+        judge_url = None
+        if judge:
+            port = free_port()
+            serve(stack, [str(LLAMA / "bin" / "llama-server"), "-m", str(JUDGE), "--alias", "qwen2.5-coder-1.5b-decision",
+                          "--host", "127.0.0.1", "--port", str(port), "-c", "4096", "-np", "2", "-t", "2"],
+                  f"http://127.0.0.1:{port}/health")
+            judge_url = f"http://127.0.0.1:{port}"
+        text = config(code, f"http://127.0.0.1:{minilm_port}", judge_url)
+        env = {**keys, "PYTHONPATH": str(code / "services" / "gateway")}
+        url, _, _ = stack.enter_context(served_gateway(text, env))
+        with httpx.Client(base_url=url, timeout=120) as client:
+            for row in rows:
+                body = {"model": "auto", "messages": [{"role": "user", "content": row["prompt"]}]}
+                started = time.perf_counter()
+                reply = client.post("/v1/router/route", json=body)
+                seconds = time.perf_counter() - started
+                report = reply.json() if reply.status_code == 200 else {}
+                local = reply.status_code == 403 or bool(report.get("needs", {}).get("local_only"))
+                answers.append({"id": row["id"], "status": reply.status_code, "model": report.get("model"),
+                                "local_only": local, "caught_by": caught_by(report) if report else "refused",
+                                "p_private": (report.get("signals") or {}).get("p_private"),
+                                "private_by": (report.get("signals") or {}).get("private_by") or "",
+                                "findings": report.get("findings", []), "dry_run_ms": seconds * 1000,
+                                "decision_ms": report.get("decision_ms")})
+    check = precheck_ms(code, [r["prompt"] for r in rows])
+    for answer, ms in zip(answers, check):
+        answer["precheck_ms"] = ms
+    return {"label": label, "judge": judge, "rows": len(rows), "answers": answers}
+
+
+def summary(results: dict) -> dict:
+    rows = {r["id"]: r for r in blind()}
+    answers = results["answers"]
+    private = [a for a in answers if rows[a["id"]]["private"]]
+    ordinary = [a for a in answers if not rows[a["id"]]["private"]]
+    hidden = [a for a in private if not rows[a["id"]]["regex_visible"]]
+    leaked = [a for a in private if not a["local_only"]]
+    alarms = [a for a in ordinary if a["local_only"]]
+    # Before the judge answered the router's questions, every decision was stage 1's.
+    cleared = [a for a in answers if a["decision_ms"] is not None and not a["findings"]
+               and not a.get("private_by", "").startswith("stage 2")]
+    judged = [a for a in answers if a.get("private_by", "").startswith("stage 2")]
+
+    def p(values: list[float], q: float) -> float | None:
+        return percentile(values, q) if values else None
+
+    return {
+        "private": len(private), "ordinary": len(ordinary), "hidden_private": len(hidden),
+        "leaked": len(leaked), "leaked_hidden": sum(1 for a in leaked if not rows[a["id"]]["regex_visible"]),
+        "leaked_ids": [a["id"] for a in leaked],
+        "leaked_by_category": dict(Counter(rows[a["id"]]["category"] for a in leaked)),
+        "false_alarms": len(alarms), "false_alarm_share": len(alarms) / len(ordinary),
+        "false_alarms_by_category": dict(Counter(rows[a["id"]]["category"] for a in alarms)),
+        "caught_by": dict(Counter(a["caught_by"] for a in private if a["local_only"])),
+        "alarms_by": dict(Counter(a["caught_by"] for a in alarms)),
+        "precheck_p50_ms": p([a["precheck_ms"] for a in answers], 50),
+        "precheck_p90_ms": p([a["precheck_ms"] for a in answers], 90),
+        "cleared_decision_p50_ms": p([a["decision_ms"] for a in cleared], 50),
+        "cleared_decision_p90_ms": p([a["decision_ms"] for a in cleared], 90),
+        "judged": len(judged), "judged_decision_p50_ms": p([a["decision_ms"] for a in judged], 50),
+        "judged_decision_p90_ms": p([a["decision_ms"] for a in judged], 90),
+    }
+
+
+def fmt(value: float | None, unit: str = " ms") -> str:
+    return "–" if value is None else f"{value:.1f}{unit}"
+
+
+def report() -> str:
+    found = {label: json.loads((HERE / f"results-{label}.json").read_text()) for label in LABELS
+             if (HERE / f"results-{label}.json").exists()}
+    sums = {label: summary(r) for label, r in found.items()}
+    rows = {r["id"]: r for r in blind()}
+    first = next(iter(sums.values()))
+    lines = ["# Leaks under `local_only` on the blind privacy set", "",
+             f"`make bench-privacy`: {first['private']} private prompts ({first['hidden_private']} of them invisible to a "
+             f"pattern) and {first['ordinary']} ordinary ones from `blind.jsonl`, written apart from every training row "
+             "and never fitted or tuned on, each through the gateway's dry run with the stack's catalogue under "
+             "`local_only` (every cloud tier configured). \"before\" is the gateway as it was before the privacy work "
+             "(its pre-check and shipped heads, no judge on the router's questions); \"after\" is this code with its "
+             "shipped heads and the judge as the cascade's second stage. The pre-check's time is CPU time in process; "
+             "the decision's is the dry run's own figure.", "",
+             "| | private prompts that leave | of them invisible to a pattern | false alarms (ordinary kept here) "
+             "| caught: pre-check / stage 1 / stage 2 / no decision | pre-check p50 / p90 | decision p50 / p90, "
+             "stage 1 cleared | decision p50 / p90, passed to the judge |",
+             "|---|---|---|---|---|---|---|---|"]
+    for label, s in sums.items():
+        caught = s["caught_by"]
+        lines.append(
+            f"| {label} | {s['leaked']} of {s['private']} | {s['leaked_hidden']} of {s['hidden_private']} | "
+            f"{s['false_alarms']} of {s['ordinary']} ({100 * s['false_alarm_share']:.0f} %) | "
+            f"{caught.get('pre-check', 0)} / {caught.get('stage 1', 0)} / {caught.get('stage 2', 0)} / "
+            f"{caught.get('no decision', 0)} | {fmt(s['precheck_p50_ms'])} / {fmt(s['precheck_p90_ms'])} | "
+            f"{fmt(s['cleared_decision_p50_ms'])} / {fmt(s['cleared_decision_p90_ms'])} | "
+            f"{fmt(s['judged_decision_p50_ms'])} / {fmt(s['judged_decision_p90_ms'])} ({s['judged']}) |")
+    for label, s in sums.items():
+        lines += ["", f"## {label}: what leaked, what was kept for nothing", "",
+                  f"- leaked, by category: {s['leaked_by_category'] or 'none'}",
+                  f"- false alarms, by category: {s['false_alarms_by_category'] or 'none'}; by rule: {s['alarms_by']}",
+                  "- leaked prompts: " + ("; ".join(f"{i} ({rows[i]['category']}, {rows[i]['lang']}): "
+                                                     f"{rows[i]['note']}" for i in s["leaked_ids"]) or "none")]
+    return "\n".join(lines) + "\n"
+
+
+def plot() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sums = {label: summary(json.loads((HERE / f"results-{label}.json").read_text())) for label in LABELS
+            if (HERE / f"results-{label}.json").exists()}
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
+    names = list(sums)
+    axes[0].bar(names, [s["leaked"] / s["private"] * 100 for s in sums.values()], color="#c0392b")
+    axes[0].set_title("private prompts that leave (%)")
+    axes[1].bar(names, [s["false_alarm_share"] * 100 for s in sums.values()], color="#2980b9")
+    axes[1].axhline(10, color="grey", linestyle="--", linewidth=1)
+    axes[1].set_title("ordinary prompts kept here (%)")
+    for ax in axes:
+        ax.set_ylim(0, 100)
+    fig.suptitle("local_only on the blind privacy set")
+    fig.tight_layout()
+    fig.savefig(HERE / "leaks.png", dpi=110)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--code", type=Path, default=ROOT, help="the checkout whose gateway is served")
+    parser.add_argument("--label", choices=LABELS, default="after")
+    parser.add_argument("--no-judge", action="store_true", help="serve no judge (the code has no cascade)")
+    parser.add_argument("--report", action="store_true", help="only write RESULTS.md and leaks.png")
+    args = parser.parse_args()
+    if not args.report:
+        results = run(args.code.resolve(), args.label, not args.no_judge)
+        (HERE / f"results-{args.label}.json").write_text(json.dumps(results, indent=1) + "\n")
+        print(json.dumps(summary(results), indent=1))
+    (HERE / "RESULTS.md").write_text(report())
+    plot()
+
+
+if __name__ == "__main__":
+    main()
