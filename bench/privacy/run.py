@@ -90,7 +90,9 @@ def caught_by(report: dict) -> str | None:
         return None
     if report["findings"]:
         return "pre-check"
-    by = (report["signals"].get("private_by") or "")
+    if "private_by" not in report["signals"]:  # code from before the judge: every decision was stage 1's
+        return "stage 1"
+    by = report["signals"]["private_by"] or ""
     return "stage 2" if by.startswith("stage 2") else "stage 1" if by else "no decision"
 
 

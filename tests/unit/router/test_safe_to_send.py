@@ -146,3 +146,28 @@ async def test_where_the_fast_stage_is_unsure_the_local_judge_answers_the_privat
     assert report["signals"]["private_by"] == "stage 2: mock" and report["signals"]["p_private"] == pytest.approx(judge_p)
     assert (plan.model == GEMMA) is local and (report["kept_local"] or {}).get("by") == by
     await routed.aclose()
+
+
+async def test_the_routers_other_questions_and_its_check_reach_the_cascade_below_their_own_confidence(
+        tmp_path, monkeypatch):
+    from system1.core.result import Decision
+    from system1.router.check import judge
+
+    routed = router(tmp_path, monkeypatch, decision={"min_confidence": 0.7}, check={"min_confidence": 0.8})
+    decider = Scripted()
+    await plan_with(routed, "openai", body(), "alice", decider, always_local)
+    [(_, queries, _)] = decider.asked
+    assert [q.min_confidence for q in queries[:3]] == [0.7, 0.7, 0.7]
+
+    class Verdicts:
+        asked: list = []
+
+        async def decide_many(self, state, queries, client, priority=0, *, threshold=0.0, only=None):
+            self.asked.extend(queries)
+            return [Decision("r", "decided", decision="yes", confidence=0.9, probabilities={"yes": 0.9, "no": 0.1},
+                             provider="scripted")]
+
+    verdicts = Verdicts()
+    await judge(verdicts, routed.settings, "a request", "an answer", SONNET, "alice", False, always_local)
+    assert [q.min_confidence for q in verdicts.asked] == [0.8]
+    await routed.aclose()

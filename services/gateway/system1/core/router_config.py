@@ -156,6 +156,9 @@ class DecisionSettings(_Table):
     private_provider: str = ""
     #: The prompt's text the engine judges, at most: its start and its end beyond that.
     chars: int = Field(default=4000, ge=200, le=100_000)
+    #: Topic, complexity and risk answers less sure than this are asked of the gateway's
+    #: cascade (the judge) before the route is chosen (0: never; the judge is weak on choices).
+    min_confidence: float = Field(default=0.0, ge=0, le=1)
     #: A second provider asked the same four questions after the request is planned, off its
     #: path; its agreement is counted and logged ("" : none). A private prompt reaches it only
     #: where it could reach the decision engine.
@@ -187,6 +190,9 @@ class CheckSettings(_Table):
     max_cost_usd: float = Field(default=0.5, ge=0)
     #: Characters of the request and of the answer judged, each at most.
     chars: int = Field(default=4000, ge=200, le=100_000)
+    #: A verdict less sure than this either way is asked of the gateway's cascade (the judge)
+    #: before it is read (0: never).
+    min_confidence: float = Field(default=0.0, ge=0, le=1)
 
 
 class OutcomeSettings(_Table):

@@ -3,7 +3,8 @@ request?"; below `[router.check] min_probability` the request goes to the next s
 that can take it, within a cap on escalations and on their estimated cost.
 
 The verdict is a decision like any other (chain, lanes, calibration, a learned `router-check`
-head where one is fitted). An answer that cannot be judged (no text, the engine failed) stands.
+head where one is fitted; with `[router.check] min_confidence`, the cascade's judge where the
+first stage is less sure). An answer that cannot be judged (no text, the engine failed) stands.
 """
 
 from __future__ import annotations
@@ -88,8 +89,9 @@ async def judge(decider: Decider, settings: RouterSettings, request: str, answer
     chars = settings.check.chars
     state = {"request": head_and_tail(request, chars), "answer": head_and_tail(answer, chars)}
     started = time.perf_counter()
-    [decision] = await decider.decide_many(state, [Query(CHECK_QUESTION, ["yes", "no"], yes_no=True, kind=CHECK_KIND)],
-                                           client, INTERACTIVE, threshold=0.0, only=provider)
+    query = Query(CHECK_QUESTION, ["yes", "no"], yes_no=True, kind=CHECK_KIND,
+                  min_confidence=settings.check.min_confidence or None)
+    [decision] = await decider.decide_many(state, [query], client, INTERACTIVE, threshold=0.0, only=provider)
     ms = (time.perf_counter() - started) * 1000
     p_yes = (decision.probabilities or {}).get("yes")
     if p_yes is None:

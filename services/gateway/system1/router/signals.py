@@ -81,10 +81,12 @@ class Asked:
 def questions(settings: RouterSettings) -> list[Query]:
     # Under local_only the private question must be sure either way, or be asked further.
     bar = 1.0 - settings.max_leave_probability if settings.private == "local_only" else None
+    sure = settings.decision.min_confidence or None
     return [
-        Query(TOPIC_QUESTION, [settings.topic_text(t) for t in settings.topics], kind="router-topic"),
-        Query(COMPLEXITY_QUESTION, list(COMPLEXITY_LEVELS), kind="router-complexity", score=True),
-        Query(RISK_QUESTION, list(RISK_LEVELS), kind="router-risk", score=True),
+        Query(TOPIC_QUESTION, [settings.topic_text(t) for t in settings.topics], kind="router-topic",
+              min_confidence=sure),
+        Query(COMPLEXITY_QUESTION, list(COMPLEXITY_LEVELS), kind="router-complexity", score=True, min_confidence=sure),
+        Query(RISK_QUESTION, list(RISK_LEVELS), kind="router-risk", score=True, min_confidence=sure),
         Query(PRIVATE_QUESTION, ["yes", "no"], yes_no=True, kind="router-private", min_confidence=bar),
     ]
 
