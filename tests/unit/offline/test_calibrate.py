@@ -200,3 +200,19 @@ def test_the_shipped_seed_sets_load_and_ask_the_routing_features_exactly():
     assert len(calibrate.load(root / "yes-no-seed.jsonl")) >= 24
     tools = calibrate.load(root / "tool-choice-seed.jsonl")
     assert all(row.label in row.options for row in tools)
+
+
+def test_a_routing_log_is_a_pool_of_the_features_no_one_labelled(tmp_path):
+    from system1.hook.features import FEATURES
+
+    log = write_rows(tmp_path / "routing.jsonl", [
+        {"id": "a", "source": "prompt", "prompt": "fix the flaky test", "features": {}},
+        {"id": "b", "source": "agent", "prompt": "review the diff", "labels": {next(iter(FEATURES)): "yes"}},
+        {"id": "c", "source": "skill", "prompt": "use the pdf skill", "skill": "pdf"},  # no features asked
+        {"id": "d", "source": "prompt", "prompt": "  "},
+    ])
+    rows = calibrate.load(log, labelled=False)
+    assert len(rows) == 2 * len(FEATURES) - 1
+    assert {r.context["prompt"] for r in rows} == {"fix the flaky test", "review the diff"}
+    assert all(r.label == "" and r.question in FEATURES.values() for r in rows)
+    assert next(iter(FEATURES.values())) not in {r.question for r in rows if r.context["prompt"] == "review the diff"}

@@ -146,6 +146,21 @@ def teacher_rows(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
             if name in FEATURES and value in ("yes", "no")]
 
 
+#: The entries that hold a prompt the four features were asked about.
+PROMPT_SOURCES = frozenset({"prompt", "agent"})
+
+
+def pool_rows(entry: dict[str, Any]) -> list[dict[str, Any]]:
+    """Unlabelled rows for a teacher (`system1 learn --teacher … --pool`): each feature no label
+    was written for, asked as the hook asks it, for an entry with a prompt."""
+    prompt = entry.get("prompt")
+    if entry.get("source") not in PROMPT_SOURCES or not isinstance(prompt, str) or not prompt.strip():
+        return []
+    labelled = entry.get("labels") if isinstance(entry.get("labels"), dict) else {}
+    return [{"question": question, "context": {"prompt": prompt}}
+            for name, question in FEATURES.items() if name not in labelled]
+
+
 @dataclass(frozen=True)
 class SpawnVerdict:
     """Whether an Agent spawn got its job done (`system1 outcomes`), by its tool use id."""

@@ -26,6 +26,7 @@ from ..core.calibration import Fit, FitsFile, content_free
 from ..core.config import GatewaySettings
 from ..core.schema import KIND_PATTERN, YES_NO
 from ..client.service_client import ServiceClient
+from ..hook.log import pool_rows
 from .fitting import (
     Answered,
     calibrated,
@@ -125,7 +126,8 @@ def parse_rows(raws: list[Any], source: str, labelled: bool = True) -> list[Labe
 def load(path: Path, labelled: bool = True) -> list[Labelled]:
     """Labelled rows (or, `labelled` False, unlabelled ones) from a JSONL file (`-` for standard
     input). A line of the router's shadow log (`"shadow"` in it) stands for the rows it holds:
-    none where its prompt was not logged."""
+    none where its prompt was not logged. As a pool, a line of the hook's routing log stands for
+    the features of its prompt that no one labelled."""
     try:
         lines = (sys.stdin.read() if str(path) == "-" else path.read_text(encoding="utf-8")).splitlines()
     except OSError as exc:
@@ -145,6 +147,10 @@ def load(path: Path, labelled: bool = True) -> list[Labelled]:
             rows += [row_of(row if labelled or not isinstance(row, dict) else
                             {k: v for k, v in row.items() if k != "label"}, f"{path}:{number} row {index}", labelled)
                      for index, row in enumerate(raw.get("rows") or [], 1)]
+        elif not labelled and isinstance(raw, dict) and "question" not in raw and isinstance(raw.get("source"), str):
+            # A routing log's line, as a pool: the features of its prompt no one labelled.
+            rows += [row_of(row, f"{path}:{number} feature {index}", False)
+                     for index, row in enumerate(pool_rows(raw), 1)]
         else:
             rows.append(row_of(raw, f"{path}:{number}", labelled))
     rows = [replace(row, group=f"{path.name}:{row.group}") if row.group else row for row in rows]
