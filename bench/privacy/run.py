@@ -45,7 +45,9 @@ from local_engines import serve  # noqa: E402
 LLAMA = ROOT / "build" / "llama"
 JUDGE = LLAMA / "models" / "qwen2.5-coder-1.5b-decision.gguf"
 CLOUD_KEYS = ("OPENROUTER_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_API_KEY")
-LABELS = ("before", "after")
+#: "judge-generic-fit": this code before the judge had a fit for the private question (it read
+#: the judge through its unseen-question fit), kept as measured.
+LABELS = ("before", "judge-generic-fit", "after")
 
 
 def blind() -> list[dict]:
