@@ -90,7 +90,7 @@ async def test_a_429_and_a_500_before_the_first_byte_fall_through_and_are_named(
 
 async def test_after_a_fall_through_the_conversation_stays_with_the_model_that_answered(upstream, tmp_path):
     upstream.fail("vendor/cheap-1", "503")
-    router, _, reply = await routed(upstream, tmp_path, chat())
+    router, _, reply = await routed(upstream, tmp_path, chat(), rule="step")  # the budget figures are the step rule's
     assert reply.headers["x-router-model"] == MID
     again = await plan_with(router, "openai", chat(), "alice", Scripted(), always_local)
     assert again.sticky and [m.id for m, _, _ in again.order] == [MID, CHEAP]  # TOP: over budget at a sticky turn's estimate
@@ -166,7 +166,8 @@ async def test_a_client_error_from_the_upstream_comes_back_as_it_is(upstream, tm
 
 async def test_usage_is_priced_into_todays_spend_and_a_spent_budget_takes_the_model_out(upstream, tmp_path):
     top_only = Scripted()
-    router = router_for(catalogue(upstream.url, retries=0, min_skill=[0.92, 0.92, 0.92, 0.92]), tmp_path)  # only TOP
+    router = router_for(catalogue(upstream.url, retries=0, min_skill=[0.92, 0.92, 0.92, 0.92], rule="step"),
+                        tmp_path)  # only TOP clears the step rule's floor
     plan = await plan_with(router, "openai", chat(), "alice", top_only, always_local)
     assert plan.model == TOP
     await router.answer(plan, chat(), {}, "alice")

@@ -31,7 +31,7 @@ def settings(**changes) -> RouterSettings:
 
 async def test_the_dry_run_answers_the_seed_articles_shape(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-test")
-    router = router_for(settings(), tmp_path)
+    router = router_for(settings(rule="step"), tmp_path)  # the article's rule and figures
     plan = await plan_with(router, "openai", body(), "alice", Scripted(risk=1), always_local)
     report = plan.report()
     assert report["model"] == SONNET and report["reason"] == CHEAPEST
@@ -136,7 +136,7 @@ async def test_a_sticky_model_that_can_no_longer_take_the_conversation_is_replac
 
 async def test_a_failed_decision_plays_safe_and_says_why(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-test")
-    router = router_for(settings(), tmp_path)
+    router = router_for(settings(rule="step"), tmp_path)
     plan = await plan_with(router, "openai", body(), "alice", Scripted(fail=True), always_local)
     report = plan.report()
     assert report["decision_error"] == "scripted: every engine failed"

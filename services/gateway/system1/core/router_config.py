@@ -233,7 +233,18 @@ class RouterSettings(_Table):
     #: Under `prefer_local`, a prompt whose probability of being private reaches this prefers a
     #: local model (where one can take it).
     prefer_local_probability: float = Field(default=0.5, ge=0.0, le=1.0)
-    #: Below this topic confidence, complexity goes up one level: when unsure, play safe.
+    #: How a model is chosen: "expected_value", the cheapest whose expected quality (the
+    #: decision's probabilities over topic, complexity and risk times the model's chance of
+    #: success there) clears the floor; or "step", the older rule on the most likely levels,
+    #: with complexity raised a level below `confidence_threshold`.
+    rule: Literal["expected_value", "step"] = "expected_value"
+    #: expected_value: how fast a model's chance of success falls as the work's `min_skill`
+    #: passes its skill (a logistic of this width; at its skill, even odds).
+    skill_width: float = Field(default=0.05, gt=0, le=1)
+    #: expected_value: US dollars a unit of expected quality is worth; above 0, the capable model
+    #: of best value (price x quality - cost) answers, floor or not.
+    quality_price_usd: float = Field(default=0.0, ge=0)
+    #: step: below this topic confidence, complexity goes up one level: when unsure, play safe.
     confidence_threshold: float = Field(default=0.8, ge=0, le=1)
     #: Added to the scored risk before it is rounded to a level (an engine that scores high).
     risk_offset: float = Field(default=0.0, ge=-2, le=2)

@@ -84,8 +84,10 @@ class Plan:
             "findings": list(self.check.findings),
             "required_skill": route.required_skill if route else None,
             "sticky": self.sticky,
+            "rule": route.rule if route else None,
             "candidates": [{"id": c.id, "skill": c.skill, "est_cost_usd": round(c.est_cost_usd, 8),
                             "eff_cost_usd": round(c.eff_cost_usd, 8), "eligible": c.eligible,
+                            **({"expected_quality": c.expected_quality} if c.expected_quality is not None else {}),
                             **({"why": c.why} if c.why else {})} for c in (route.candidates if route else [])],
         }
 
@@ -101,6 +103,11 @@ class Plan:
                         "x-router-complexity": str(signals["complexity"]), "x-router-risk": str(signals["risk"])}
         if report["decision_provider"]:
             headers["x-router-decision-ms"] = f"{report['decision_ms']:.1f}"
+        ranked = [c for c in report["candidates"] if "expected_quality" in c][:4]
+        if ranked:
+            # The chosen model first, then the others it was weighed against.
+            headers["x-router-expected"] = ", ".join(
+                f"{c['id']} q={c['expected_quality']:.3f} ${c['est_cost_usd']:.5f}" for c in ranked)
         if self.private_rule is not None:
             headers["x-router-kept-local"] = self.private_rule[0]
         failed = failed_before([*earlier, forwarded] if forwarded is not None else [])

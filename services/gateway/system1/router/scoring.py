@@ -1,24 +1,35 @@
 """Which model answers: arithmetic over the catalogue, no I/O, the same answer for the same inputs.
 
-- skill of a model = Σ P(topic) × the model's skill for that topic;
-- complexity and risk are the engine's scores rounded to a level (risk after `risk_offset`);
-  a topic confidence below `confidence_threshold` raises complexity one level;
-- floor = min_skill[complexity] + risk_bonus[risk];
-- estimated cost = input tokens × price in + est_output_tokens[complexity] × output_multiplier ×
-  price out; the effective cost adds `load_penalty` per request in flight on the model;
-- a model is capable when it takes the request (tools, images, context, budget, privacy, an
-  upstream it can reach); the cheapest capable model over the floor wins, and when none clears
-  it the most skilled capable model does (escalation).
+`[router] rule = "expected_value"` (the default) keeps the decision's distributions:
+- a model's chance of success on work of topic t and complexity c = σ((skill(t) − min_skill[c])
+  / skill_width): even odds where its skill meets the level's floor;
+- its expected quality = Σ P(topic) P(complexity) × that chance; the floor it must clear is
+  Σ P(risk) σ((risk_bonus[risk]) / skill_width), so on a sure decision a model clears it
+  exactly where the step rule's skill ≥ min_skill + risk_bonus would;
+- its expected cost = input tokens × price in + Σ P(complexity) est_output_tokens × output
+  multiplier × price out; the effective cost adds `load_penalty` per request in flight.
+Uncertainty enters through the probabilities, not through a rule on confidence.
+
+`rule = "step"` is the older rule: complexity and risk rounded to a level (risk after
+`risk_offset`), a topic confidence below `confidence_threshold` raising complexity one level,
+floor = min_skill[complexity] + risk_bonus[risk] against skill = Σ P(topic) × skill(topic).
+
+Either way, a model is capable when it takes the request (tools, images, context, budget,
+privacy, an upstream it can reach); the cheapest capable model over the floor wins, and when none
+clears it the best capable one does (escalation). With `quality_price_usd` above 0 the capable
+model of best value (price × expected quality − cost) wins instead.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..core.router_config import COMPLEXITY_LEVELS, RISK_LEVELS, ModelEntry, RouterSettings
 
 CHEAPEST = "cheapest model above quality floor"
+BEST_VALUE = "best value at the price of quality"
 ESCALATED = "no model clears the quality floor: the most skilled capable model"
 BELOW_FLOOR = "below quality floor"
 
@@ -39,6 +50,9 @@ class Signals:
     p_private: float | None = None
     #: Who answered the private question: "stage N: provider" ("" : no one).
     private_by: str = ""
+    #: The probability of each complexity and risk level (empty: all on the score's level).
+    complexity_p: tuple[float, ...] = ()
+    risk_p: tuple[float, ...] = ()
 
     @property
     def primary(self) -> str:
@@ -76,6 +90,8 @@ class Candidate:
     eff_cost_usd: float
     eligible: bool
     why: str = ""
+    #: expected_value: the model's expected quality on this request (None under the step rule).
+    expected_quality: float | None = None
 
 
 @dataclass(frozen=True)
@@ -93,6 +109,9 @@ class Route:
     candidates: list[Candidate]
     #: The models to try in turn: the chosen one, then the next best (fall-through on 429/5xx).
     order: list[str]
+    #: `[router] rule`: "expected_value" (required_skill is then the expected quality to clear)
+    #: or "step".
+    rule: str = "expected_value"
 
 
 def _level(value: float, levels: int) -> int:
@@ -114,8 +133,40 @@ def skill_of(model: ModelEntry, topics: Mapping[str, float]) -> float:
     return sum(p * model.skill(topic) for topic, p in topics.items()) / total
 
 
-def est_cost(model: ModelEntry, input_tokens: int, output_tokens: int) -> float:
+def est_cost(model: ModelEntry, input_tokens: int, output_tokens: float) -> float:
     return (input_tokens * model.price.input + output_tokens * model.output_multiplier * model.price.output) / 1e6
+
+
+def _sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
+
+
+def distribution(probabilities: tuple[float, ...], score: float, count: int) -> list[float]:
+    """Each level's probability: the decision's, normalised, or all on the score's level."""
+    total = sum(probabilities)
+    if len(probabilities) == count and total > 0:
+        return [p / total for p in probabilities]
+    return [1.0 if i == _level(score, count) else 0.0 for i in range(count)]
+
+
+def success(settings: RouterSettings, model: ModelEntry, topic: str | None, complexity: int) -> float:
+    """The model's chance of answering work of this topic (None: any) and complexity well."""
+    skill = model.default_skill if topic is None else model.skill(topic)
+    return _sigmoid((skill - settings.min_skill[complexity]) / settings.skill_width)
+
+
+def expected_quality(settings: RouterSettings, model: ModelEntry, signals: Signals) -> float:
+    total = sum(signals.topics.values())
+    topics = [(t, p / total) for t, p in signals.topics.items()] if total > 0 else [(None, 1.0)]
+    levels_p = distribution(signals.complexity_p, signals.complexity, COMPLEXITY_LEVELS)
+    return sum(pt * pc * success(settings, model, topic, c)
+               for topic, pt in topics for c, pc in enumerate(levels_p) if pc > 0)
+
+
+def quality_floor(settings: RouterSettings, signals: Signals) -> float:
+    """The expected quality a model must reach: each risk level's, weighed by its probability."""
+    risk_p = distribution(signals.risk_p, signals.risk + settings.risk_offset, RISK_LEVELS)
+    return sum(p * _sigmoid(settings.risk_bonus[r] / settings.skill_width) for r, p in enumerate(risk_p))
 
 
 def _incapable(settings: RouterSettings, model: ModelEntry, needs: Needs, live: Live, cost: float,
@@ -154,9 +205,17 @@ def _local_only(settings: RouterSettings, private: bool, capable_locally: bool) 
 
 
 def route(settings: RouterSettings, signals: Signals, needs: Needs, live: Live = Live()) -> Route:
-    complexity, risk = levels(settings, signals)
-    floor = round(settings.min_skill[complexity] + settings.risk_bonus[risk], 6)
-    output_tokens = settings.est_output_tokens[complexity]
+    expected = settings.rule == "expected_value"
+    if expected:
+        complexity_p = distribution(signals.complexity_p, signals.complexity, COMPLEXITY_LEVELS)
+        complexity = _level(sum(i * p for i, p in enumerate(complexity_p)), COMPLEXITY_LEVELS)
+        risk = _level(signals.risk + settings.risk_offset, RISK_LEVELS)
+        floor = round(quality_floor(settings, signals), 6)
+        output_tokens = sum(p * settings.est_output_tokens[c] for c, p in enumerate(complexity_p))
+    else:
+        complexity, risk = levels(settings, signals)
+        floor = round(settings.min_skill[complexity] + settings.risk_bonus[risk], 6)
+        output_tokens = settings.est_output_tokens[complexity]
     private = needs.private or signals.private
     costs = {m.id: est_cost(m, needs.input_tokens, output_tokens) for m in settings.models}
     capable_locally = any(settings.is_local(m) and not _incapable(settings, m, needs, live, costs[m.id], False)
@@ -166,24 +225,33 @@ def route(settings: RouterSettings, signals: Signals, needs: Needs, live: Live =
     candidates = []
     for model in settings.models:
         skill = round(skill_of(model, signals.topics), 6)
+        quality = round(expected_quality(settings, model, signals), 6) if expected else None
         cost = costs[model.id]
         why = _incapable(settings, model, needs, live, cost, local_only)
-        eligible = not why and skill >= floor
+        eligible = not why and (quality if quality is not None else skill) >= floor
         candidates.append(Candidate(model.id, skill, cost, cost * (1 + settings.load_penalty * live.in_flight.get(model.id, 0)),
-                                    eligible, why or ("" if eligible else BELOW_FLOOR)))
+                                    eligible, why or ("" if eligible else BELOW_FLOOR), quality))
 
-    over_floor = sorted((c for c in candidates if c.eligible), key=lambda c: (c.eff_cost_usd, -c.skill, c.id))
-    escalation = sorted((c for c in candidates if c.why == BELOW_FLOOR), key=lambda c: (-c.skill, c.eff_cost_usd, c.id))
+    def merit(c: Candidate) -> float:
+        return c.skill if c.expected_quality is None else c.expected_quality
+
+    over_floor = sorted((c for c in candidates if c.eligible), key=lambda c: (c.eff_cost_usd, -merit(c), c.id))
+    escalation = sorted((c for c in candidates if c.why == BELOW_FLOOR), key=lambda c: (-merit(c), c.eff_cost_usd, c.id))
+    by_value = expected and settings.quality_price_usd > 0
+    if by_value:
+        capable = [c for c in candidates if c.why in ("", BELOW_FLOOR)]
+        over_floor = sorted(capable, key=lambda c: (c.eff_cost_usd - settings.quality_price_usd * merit(c), c.id))
     order = _fall_through([c.id for c in over_floor or escalation], [c.id for c in escalation], settings)
     if over_floor:
-        model, reason = over_floor[0].id, CHEAPEST
+        model, reason = over_floor[0].id, BEST_VALUE if by_value else CHEAPEST
     elif escalation:
         model, reason = escalation[0].id, ESCALATED
     else:
         model, reason = None, _refusal(candidates, local_only)
-    listed = over_floor + sorted((c for c in candidates if not c.eligible), key=lambda c: (-c.skill, c.id))
+    chosen = {c.id for c in over_floor}
+    listed = over_floor + sorted((c for c in candidates if c.id not in chosen), key=lambda c: (-merit(c), c.id))
     return Route(model, reason, complexity, risk, floor, private, local_only, settings.reasoning_effort[complexity],
-                 listed, order if model else [])
+                 listed, order if model else [], settings.rule)
 
 
 def _fall_through(ranked: list[str], below_floor: list[str], settings: RouterSettings) -> list[str]:

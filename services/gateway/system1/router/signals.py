@@ -43,8 +43,9 @@ TOPIC_QUESTION = "What is the main kind of work this request asks for?"
 COMPLEXITY_QUESTION = "How much reasoning capability does this request need?"
 RISK_QUESTION = "How costly would a wrong or low-quality answer be?"
 PRIVATE_QUESTION = "Does the request contain secrets or personal or confidential data?"
-#: Where nothing is known: mid-high complexity and risk; with no confidence, complexity rises.
-UNKNOWN = Signals(topics={}, confidence=0.0, complexity=2, risk=1)
+#: Where nothing is known: mid-high complexity and risk (expected value: complexity as likely 3
+#: as 2; the step rule: with no confidence, complexity rises a level).
+UNKNOWN = Signals(topics={}, confidence=0.0, complexity=2, risk=1, complexity_p=(0.0, 0.0, 0.5, 0.5))
 
 
 class Decider(Protocol):
@@ -136,6 +137,13 @@ def expected_level(decision: Decision, levels: tuple[str, ...]) -> float | None:
     return sum(levels.index(level) * p for level, p in decision.probabilities.items()) / total
 
 
+def level_probabilities(decision: Decision, levels: tuple[str, ...]) -> tuple[float, ...]:
+    """Each level's probability, in level order (empty where the decision gave none)."""
+    if not decision.probabilities or sum(decision.probabilities.values()) <= 0:
+        return ()
+    return tuple(float(decision.probabilities.get(level, 0.0)) for level in levels)
+
+
 def signals_of(settings: RouterSettings, decisions: list[Decision]) -> tuple[Signals, str | None]:
     """The four decisions as signals; a question that got no probabilities takes UNKNOWN's value."""
     topic, complexity, risk, private = decisions
@@ -150,6 +158,8 @@ def signals_of(settings: RouterSettings, decisions: list[Decision]) -> tuple[Sig
         confidence=topic.confidence if topics and topic.confidence is not None else 0.0,
         complexity=UNKNOWN.complexity if level is None else level,
         risk=UNKNOWN.risk if danger is None else danger,
+        complexity_p=level_probabilities(complexity, COMPLEXITY_LEVELS),
+        risk_p=level_probabilities(risk, RISK_LEVELS),
         private=private_by_decision(settings, p_private),
         p_private=p_private,
         private_by=f"stage {private.stage or 1}: {private.provider}" if p_private is not None and private.provider else "",
