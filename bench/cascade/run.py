@@ -54,9 +54,9 @@ SYSTEMS = {"minilm+heads": ("systemone", [], True), "judge": ("llama", [], False
 TICK = os.sysconf("SC_CLK_TCK")
 
 
-def rows(per_set: int) -> list[dict]:
+def rows(per_set: int, blind_file: str = "blind.jsonl") -> list[dict]:
     """The blind rows (set "blind", their own group), then a fixed sample of each seed set."""
-    blind = [{**json.loads(line), "set": "blind"} for line in (HERE / "blind.jsonl").read_text().splitlines() if line]
+    blind = [{**json.loads(line), "set": "blind"} for line in (HERE / blind_file).read_text().splitlines() if line]
     sampled = []
     for name in SEEDS:
         lines = [json.loads(line) for line in (ROOT / "calibration" / f"{name}-seed.jsonl").read_text().splitlines() if line]
@@ -121,9 +121,10 @@ def summary(table: list[dict], answers: list[dict], latencies: list[float]) -> d
     }
 
 
-async def run(per_set: int) -> dict:
-    table = rows(per_set)
-    results: dict = {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs", "rows": len(table), "systems": {}}
+async def run(per_set: int, blind_file: str) -> dict:
+    table = rows(per_set, blind_file)
+    results: dict = {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs", "rows": len(table), "blind": blind_file,
+                     "systems": {}}
     with ExitStack() as stack, tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         minilm_port, judge_port = free_port(), free_port()
@@ -165,7 +166,8 @@ def pct(value: float | None) -> str:
 
 def report(results: dict) -> str:
     lines = ["# The cascade: MiniLM, the judge, and MiniLM then the judge", "",
-             f"`make bench-cascade` on {results['machine']}, {results['rows']} rows, one decision at a time, the "
+             f"`make bench-cascade` on {results['machine']}, {results['rows']} rows (blind: "
+             f"`{results.get('blind', 'blind.jsonl')}`), one decision at a time, the "
              "shipped fits and heads, threshold 0.6. The blind rows were written apart from every training row and "
              "never fitted or tuned on; the seed rows are samples of the sets the fits were made from.", ""]
     for set_name in ("blind", "seed"):
@@ -220,15 +222,18 @@ def plot(results: dict, path: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--per-set", type=int, default=40)
+    parser.add_argument("--blind", default="blind.jsonl", help="the blind set beside this file (blind2.jsonl: "
+                        "the second, written after the first was measured); results get its name")
     args = parser.parse_args()
     for needed in (LLAMA / "bin" / "llama-server", JUDGE):
         if not needed.exists():
             sys.exit(f"{needed} is missing: make llama-server judge-model")
-    results = asyncio.run(run(args.per_set))
-    (HERE / "results.json").write_text(json.dumps(results, indent=1) + "\n")
-    (HERE / "RESULTS.md").write_text(report(results))
-    plot(results, HERE / "cascade.png")
-    print(f"wrote {HERE / 'RESULTS.md'}")
+    results = asyncio.run(run(args.per_set, args.blind))
+    suffix = "" if args.blind == "blind.jsonl" else "-" + Path(args.blind).stem
+    (HERE / f"results{suffix}.json").write_text(json.dumps(results, indent=1) + "\n")
+    (HERE / f"RESULTS{suffix}.md").write_text(report(results))
+    plot(results, HERE / f"cascade{suffix}.png")
+    print(f"wrote {HERE / f'RESULTS{suffix}.md'}")
 
 
 if __name__ == "__main__":
