@@ -89,24 +89,20 @@ def outcome(value: str) -> float:
     return 1.0 if value.strip() == "True" else 0.0
 
 
+def _outcomes(path: Path, group: str, skip: set[str]) -> list[dict]:
+    """A responses CSV's prompts with each model's outcome (RouteLLM's `True`/`False`)."""
+    with path.open(encoding="utf-8", newline="") as handle:
+        return [{"prompt": row["prompt"], "group": group, "weak": outcome(row[WEAK]), "strong": outcome(row[STRONG])}
+                for row in csv.DictReader(handle) if row["prompt"] not in skip]
+
+
 def load() -> dict[str, list[dict]]:
     """Each benchmark's prompts: text, group (MMLU's domain), and each model's outcome."""
     csv.field_size_limit(10_000_000)
     skip = contaminated("mmlu")
-    mmlu = []
-    for path in sorted((DATA / "mmlu" / "responses").glob("mmlu_*.csv")):
-        with path.open(encoding="utf-8", newline="") as handle:
-            for row in csv.DictReader(handle):
-                if row["prompt"] not in skip:
-                    mmlu.append({"prompt": row["prompt"], "group": path.stem[len("mmlu_"):],
-                                 "weak": outcome(row[WEAK]), "strong": outcome(row[STRONG])})
-    skip = contaminated("gsm8k")
-    gsm8k = []
-    with (DATA / "gsm8k" / "gsm8k_responses.csv").open(encoding="utf-8", newline="") as handle:
-        for row in csv.DictReader(handle):
-            if row["prompt"] not in skip:
-                gsm8k.append({"prompt": row["prompt"], "group": "gsm8k", "weak": outcome(row[WEAK]),
-                              "strong": outcome(row[STRONG])})
+    mmlu = [row for path in sorted((DATA / "mmlu" / "responses").glob("mmlu_*.csv"))
+            for row in _outcomes(path, path.stem[len("mmlu_"):], skip)]
+    gsm8k = _outcomes(DATA / "gsm8k" / "gsm8k_responses.csv", "gsm8k", contaminated("gsm8k"))
     skip = contaminated("mt_bench")
     scores: dict[tuple[str, str], list[float]] = {}
     for line in (DATA / "mt_bench" / "judgements.jsonl").read_text(encoding="utf-8").splitlines():
