@@ -186,7 +186,9 @@ def report() -> str:
              "and never fitted or tuned on, each through the gateway's dry run with the stack's catalogue under "
              "`local_only` (every cloud tier configured). \"before\" is the gateway as it was before the privacy work "
              "(its pre-check and shipped heads, no judge on the router's questions); \"after\" is this code with its "
-             "shipped heads and the judge as the cascade's second stage. The pre-check's time is CPU time in process; "
+             "shipped heads and the judge as the cascade's second stage, its private question read through its own fit; "
+             "\"judge-generic-fit\" is the same code measured before the judge had that fit (its unseen-question fit "
+             "read the question), kept as measured. The pre-check's time is CPU time in process; "
              "the decision's is the dry run's own figure.", "",
              "| | private prompts that leave | of them invisible to a pattern | false alarms (ordinary kept here) "
              "| caught: pre-check / stage 1 / stage 2 / no decision | pre-check p50 / p90 | decision p50 / p90, "
