@@ -150,3 +150,10 @@ def test_a_named_person_next_to_their_pay_health_review_legal_or_family_facts_is
 ])
 def test_pay_or_health_words_without_a_named_person_or_a_name_without_them_are_not_flagged(text):
     assert "a named person's sensitive facts" not in personal_data_in(text), text
+
+
+def test_a_body_nested_as_deep_as_json_allows_is_read_without_exhausting_the_stack():
+    deep: object = f"token={GITHUB}"
+    for _ in range(50_000):
+        deep = [deep]
+    assert "secret: GitHub Token" in found(openai(user("hi"), metadata={"note": deep}))

@@ -93,30 +93,33 @@ def _payload(value: str) -> str | None:
     return _unbase64(value[match.end():])
 
 
-def _walk(value: Any, field: str, out: list[str]) -> None:
-    """Every string under `value` into `out`, each after its field's name."""
-    if isinstance(value, str):
-        text = _payload(value)
-        if text:
-            out.append(f"{field}: {text}" if field and field not in _TEXT_FIELDS else text)
-    elif isinstance(value, dict):
-        # An Anthropic source: `data` is base64 of `media_type`, read only where that is text.
-        binary = value.get("type") == "base64"
-        media = value.get("media_type") if isinstance(value.get("media_type"), str) else None
-        for key, item in value.items():
-            if key == "data" and binary and isinstance(item, str):
-                text = _unbase64(item) if _textual(media) else None
-                out.extend([text] if text else [])
-            else:
-                _walk(item, str(key), out)
-    elif isinstance(value, list):
-        for item in value:
-            _walk(item, field, out)
+def _walk(value: Any, out: list[str]) -> None:
+    """Every string under `value` into `out`, each after its field's name; iterative, so a body
+    nested as deep as its parser allows cannot exhaust the stack."""
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        item, field = stack.pop()
+        if isinstance(item, str):
+            text = _payload(item)
+            if text:
+                out.append(f"{field}: {text}" if field and field not in _TEXT_FIELDS else text)
+        elif isinstance(item, dict):
+            # An Anthropic source: `data` is base64 of `media_type`, read only where that is text.
+            binary = item.get("type") == "base64"
+            media = item.get("media_type") if isinstance(item.get("media_type"), str) else None
+            for key, inner in reversed(item.items()):
+                if key == "data" and binary and isinstance(inner, str):
+                    text = _unbase64(inner) if _textual(media) else None
+                    out.extend([text] if text else [])
+                else:
+                    stack.append((inner, str(key)))
+        elif isinstance(item, list):
+            stack.extend((inner, field) for inner in reversed(item))
 
 
 def readable(body: Any) -> tuple[str, ...]:
     """The texts of `body` the pre-check reads: normalised, with what they hold encoded."""
     out: list[str] = []
-    _walk({k: v for k, v in body.items() if k != "model"} if isinstance(body, dict) else body, "", out)
+    _walk({k: v for k, v in body.items() if k != "model"} if isinstance(body, dict) else body, out)
     texts = [normalised(text) for text in out]
     return tuple(texts + [inner for text in texts for inner in decoded(text)])
