@@ -69,7 +69,7 @@ CHARGING = textwrap.dedent("""
         for _ in range(40):
             spend.add("m", 0.25)
         print("charged", flush=True)
-        await asyncio.sleep(60)
+        await asyncio.to_thread(sys.stdin.read)  # held open until the test kills it
 
     asyncio.run(main())
 """)
@@ -78,13 +78,15 @@ CHARGING = textwrap.dedent("""
 def test_a_process_killed_right_after_its_charges_loses_none_of_them(tmp_path):
     """Before the charge file, totals waited a second to be saved and a `kill -9` lost them."""
     path = tmp_path / "spend.json"
-    child = subprocess.Popen([sys.executable, "-c", CHARGING, str(path)], stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen([sys.executable, "-c", CHARGING, str(path)], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
     try:
         assert child.stdout.readline().strip() == "charged"
         os.kill(child.pid, signal.SIGKILL)
         child.wait(timeout=10)
     finally:
         child.kill()
+        child.stdin.close()
         child.stdout.close()
     assert not path.exists()
     assert spending.Spend(path, day=lambda: DAY).today == {"m": 10.0}

@@ -28,7 +28,7 @@ from .ledger import Ledger, RouterObserver
 from .outcomes import Outcomes
 from .plan import Plan, Reply, RouterError
 from .precheck import Budget, PreCheck, checked
-from .scoring import BELOW_FLOOR, Live, est_cost, over_budget, route
+from .scoring import BELOW_FLOOR, Live, Needs, Route, est_cost, over_budget, route
 from .shadow import Shadow, ShadowJob
 from .signals import UNKNOWN, Asked, Borrow, Core, ask, private_rule, provider_for
 from .skills import load_overlay
@@ -134,35 +134,21 @@ class Router:
         live = self._live(settings)
         key = f"{client}\n{conversation.key}"
         remembered = self.sticky.get(key)
-
-        def may_reach(provider: str | None) -> bool:
-            # Under local_only no prompt is known safe to send before the decision: only an
-            # engine on this machine may read it.
-            return settings.private != "local_only" or core.stays_local(provider)
-
         text = conversation.last_user or "\n".join(conversation.texts)
         asked = None
-        if remembered is not None and settings.private == "local_only" and not needs.private \
-                and not all(settings.is_local(settings.model(m)) for m in remembered):
-            # A conversation kept with a remote model may go on there only while each turn is
-            # known safe to send.
-            asked = await ask(core, settings, text, client, False, may_reach(provider_for(settings, False)))
+        if remembered is not None and _each_turn_checked(settings, remembered, needs):
+            asked = await _ask(core, settings, text, client, needs.private)
             if asked.signals.private:
                 remembered = None
-        if remembered is not None:
-            # The conversation's model and its fall-through, as long as they can take this turn.
-            kept = route(settings, UNKNOWN, needs, live)
-            usable = {c.id for c in kept.candidates if c.why in ("", BELOW_FLOOR)}
-            if remembered[0] in usable:
-                models = [m for m in remembered if m in usable]
-                order = [(settings.model(m), settings.model(m).upstream, kept.reasoning_effort) for m in models]
-                if remember:
-                    self.sticky.put(key, remembered)
-                return Plan(request_id, api, conversation, check, order, STICKY, kept, sticky=True,
-                            key=key if remember else None)
+        kept = None if remembered is None else _kept(settings, remembered, needs, live)
+        if kept is not None:
+            order, route_kept = kept
+            if remember:
+                self.sticky.put(key, remembered)
+            return Plan(request_id, api, conversation, check, order, STICKY, route_kept, sticky=True,
+                        key=key if remember else None)
         private = needs.private
-        if asked is None:
-            asked = await ask(core, settings, text, client, private, may_reach(provider_for(settings, private)))
+        asked = asked or await _ask(core, settings, text, client, private)
         if asked.provider:
             self.observer.router_decision(asked.provider, asked.latency_ms / 1000)
         chosen = route(settings, asked.signals, needs, live)
@@ -173,7 +159,8 @@ class Router:
             self.sticky.put(key, tuple(chosen.order))
             if asked.provider:
                 self.shadow.offer(ShadowJob(request_id, client, text, private or asked.signals.private,
-                                            may_reach(settings.decision.shadow), needs, live, asked.signals,
+                                            _may_read(settings, core, settings.decision.shadow), needs, live,
+                                            asked.signals,
                                             chosen.model, asked.provider))
         order = [(settings.model(m), settings.model(m).upstream, chosen.reasoning_effort) for m in chosen.order]
         rule = private_rule(settings, check.findings, asked.signals) if chosen.local_only else None
@@ -271,3 +258,32 @@ def error_body(api: str, error: RouterError | RequestError) -> dict[str, Any]:
     if api == "anthropic":
         return {"type": "error", "error": {"type": kind, "message": message}}
     return {"error": {"message": message, "type": kind, "param": None, "code": None}}
+
+
+def _may_read(settings: RouterSettings, core: Core, provider: str | None) -> bool:
+    """Whether `provider` (None: the chain) may read the prompt: under local_only no prompt is
+    known safe to send before the decision, so only an engine on this machine may."""
+    return settings.private != "local_only" or core.stays_local(provider)
+
+
+async def _ask(core: Core, settings: RouterSettings, text: str, client: str, private: bool) -> Asked:
+    return await ask(core, settings, text, client, private,
+                     _may_read(settings, core, provider_for(settings, private)))
+
+
+def _each_turn_checked(settings: RouterSettings, remembered: tuple[str, ...], needs: Needs) -> bool:
+    """Whether a kept conversation needs this turn's decision first: under local_only it may go on
+    with a remote model only while each turn is known safe to send."""
+    return settings.private == "local_only" and not needs.private \
+        and not all(settings.is_local(settings.model(m)) for m in remembered)
+
+
+def _kept(settings: RouterSettings, remembered: tuple[str, ...], needs: Needs,
+          live: Live) -> tuple[list[tuple[ModelEntry | None, str, str]], Route] | None:
+    """The conversation's model and its fall-through, as long as they can take this turn."""
+    kept = route(settings, UNKNOWN, needs, live)
+    usable = {c.id for c in kept.candidates if c.why in ("", BELOW_FLOOR)}
+    if remembered[0] not in usable:
+        return None
+    models = [m for m in remembered if m in usable]
+    return [(settings.model(m), settings.model(m).upstream, kept.reasoning_effort) for m in models], kept
