@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from system1.router.scoring import BEST_VALUE, CHEAPEST, Needs, Signals, expected_quality, route, success
+from system1.router.scoring import BEST_VALUE, CHEAPEST, Needs, Signals, expected_quality, route
 
 from .catalogues import seed_catalogue
 from .scripted import Scripted, always_local, plan_with, router_for
@@ -37,9 +37,9 @@ def test_a_models_chance_of_success_is_even_where_its_skill_meets_the_levels_flo
     sonnet = settings.model(SONNET)
     floors = settings.min_skill
     assert sonnet.skill("architecture") < floors[3] and sonnet.skill("architecture") > floors[2]
-    assert success(settings, sonnet, "architecture", 3) < 0.5 < success(settings, sonnet, "architecture", 2)
+    assert settings.success(sonnet, "architecture", 3) < 0.5 < settings.success(sonnet, "architecture", 2)
     at_floor = settings.model_copy(update={"min_skill": [0.4, 0.55, sonnet.skill("debugging"), 0.9]})
-    assert success(at_floor, sonnet, "debugging", 2) == pytest.approx(0.5)
+    assert at_floor.success(sonnet, "debugging", 2) == pytest.approx(0.5)
 
 
 def test_uncertainty_enters_through_the_probabilities_not_a_rule_on_confidence():
@@ -48,7 +48,7 @@ def test_uncertainty_enters_through_the_probabilities_not_a_rule_on_confidence()
                     complexity_p=(0.0, 0.5, 0.0, 0.5))
     sonnet = settings.model(SONNET)
     assert expected_quality(settings, sonnet, split) == pytest.approx(
-        0.5 * success(settings, sonnet, "debugging", 1) + 0.5 * success(settings, sonnet, "debugging", 3))
+        0.5 * settings.success(sonnet, "debugging", 1) + 0.5 * settings.success(sonnet, "debugging", 3))
     # A low topic confidence alone changes nothing: no level is raised for it.
     unsure = Signals(topics={"debugging": 1.0}, confidence=0.1, complexity=2, risk=1.3)
     assert route(settings, unsure, NEEDS).model == route(settings, sure("debugging", 2, 1.3), NEEDS).model == SONNET

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 
 import pytest
 
@@ -14,7 +15,7 @@ from system1.offline.refit import Outcome, evidence, fit, overlay, read_logs, ta
 from system1.core.router_config import RouterSettings
 from system1.router.conversation import from_openai
 from system1.router.outcomes import Outcomes
-from system1.router.skills import apply_skills, load_overlay, read_skills, write_skills
+from system1.router.skills import Overlay, apply_skills, load_overlay, read_skills, write_skills
 
 CHEAP, TOP = "cloud/cheap", "cloud/top"
 NOW = 1_800_000_000.0
@@ -85,8 +86,8 @@ def test_evidence_counts_each_source_under_the_requests_main_topic():
                 {"ts": NOW - 90, "id": "4" * 32, "source": "feedback", "outcome": "good"},
                 {"ts": NOW - 80, "id": "4" * 32, "source": "feedback", "outcome": "bad"}]
     found, skipped = evidence(decisions, outcomes, retry_window_s=120, now=NOW)
-    tallies = tallies_for(found, lambda model, topic: 0.5)
-    cheap, top = tallies[CHEAP, "debugging"], tallies[TOP, "debugging"]
+    tallies = tallies_for(found, lambda model, key: 0.5)
+    cheap, top = tallies[CHEAP, ("debugging", None)], tallies[TOP, ("debugging", None)]
     assert (cheap.successes, cheap.failures) == (1, 4)
     assert dict(cheap.sources) == {"upstream": 1, "check": 1, "retry": 1, "feedback": 1, "accepted": 1}
     assert (top.successes, top.failures) == (2, 0) and dict(top.sources) == {"accepted": 1, "check": 1}
@@ -98,12 +99,12 @@ def test_an_outcome_is_shared_among_topics_by_their_probability_and_how_well_eac
     found, _ = evidence([decided("1" * 32, CHEAP, signals=unsure), decided("2" * 32, CHEAP, signals={"primary": "docs"})],
                         [{"ts": NOW - 100, "id": "1" * 32, "source": "feedback", "outcome": "bad"}], 120, now=NOW)
     assert found[0].topics == {"debugging": 0.5, "code-gen": 0.3, "docs": 0.2} and found[1].topics == {"docs": 1.0}
-    equal = tallies_for(found[:1], lambda model, topic: 0.5)
-    assert [equal[CHEAP, t].failures for t in ("debugging", "code-gen", "docs")] == pytest.approx([0.5, 0.3, 0.2])
+    equal = tallies_for(found[:1], lambda model, key: 0.5)
+    assert [equal[CHEAP, (t, None)].failures for t in ("debugging", "code-gen", "docs")] == pytest.approx([0.5, 0.3, 0.2])
     # a failure goes mostly to the topic the model is weaker at
-    weak_docs = tallies_for(found[:1], lambda model, topic: 0.2 if topic == "docs" else 0.9)
-    assert weak_docs[CHEAP, "docs"].failures == pytest.approx(0.2 * 0.8 / (0.5 * 0.1 + 0.3 * 0.1 + 0.2 * 0.8))
-    assert weak_docs[CHEAP, "docs"].failures > weak_docs[CHEAP, "debugging"].failures
+    weak_docs = tallies_for(found[:1], lambda model, key: 0.2 if key[0] == "docs" else 0.9)
+    assert weak_docs[CHEAP, ("docs", None)].failures == pytest.approx(0.2 * 0.8 / (0.5 * 0.1 + 0.3 * 0.1 + 0.2 * 0.8))
+    assert weak_docs[CHEAP, ("docs", None)].failures > weak_docs[CHEAP, ("debugging", None)].failures
 
 
 def test_the_fit_tells_apart_a_weak_topic_from_a_strong_one_the_decision_confused_with_it():
@@ -120,8 +121,8 @@ def test_the_fit_tells_apart_a_weak_topic_from_a_strong_one_the_decision_confuse
     found, _ = evidence(entries, verdicts, 120, now=NOW)
     skills = {f.topic: f.new for f in fit(catalogue(), catalogue(), found, prior_strength=2)}
     assert skills["debugging"] > 0.75 and skills["data-sql"] < 0.25
-    plain = tallies_for(found, lambda model, topic: 0.5)  # shares by probability alone blur the two
-    assert plain[CHEAP, "debugging"].failures > 4
+    plain = tallies_for(found, lambda model, key: 0.5)  # shares by probability alone blur the two
+    assert plain[CHEAP, ("debugging", None)].failures > 4
 
 
 def test_skills_shrink_toward_the_catalogues_guess_when_outcomes_are_few():
@@ -138,7 +139,7 @@ def test_skills_shrink_toward_the_catalogues_guess_when_outcomes_are_few():
 
 def test_a_refit_starts_from_the_catalogue_not_from_the_skills_in_use():
     settings = catalogue()
-    in_use = apply_skills(settings, {CHEAP: {"debugging": 0.2}})
+    in_use = apply_skills(settings, Overlay({CHEAP: {"debugging": 0.2}}))
     [fitted] = fit(settings, in_use, _outcomes(CHEAP, "debugging", good=10, bad=0), prior_strength=10)
     assert (fitted.guess, fitted.current, fitted.new) == (0.6, 0.2, 0.8)
 
@@ -153,7 +154,7 @@ def test_the_overlay_is_laid_over_the_catalogue_and_a_broken_one_is_skipped(tmp_
         loaded, problem = load_overlay(settings, tmp_path)
     assert problem is None and loaded.model(TOP).skill("security") == 0.45 and loaded.model(TOP).skill("chat") == 0.9
     assert loaded.model(CHEAP).skill("debugging") == 0.6 and "gone/model is not in the catalogue" in caplog.text
-    assert read_skills(tmp_path / "router" / "skills.json")[TOP] == {"security": 0.45}
+    assert read_skills(tmp_path / "router" / "skills.json").skills[TOP] == {"security": 0.45}
     (tmp_path / "router" / "skills.json").write_text('{"skills": {"cloud/top": {"chat": 7}}}')
     with caplog.at_level(logging.ERROR):
         loaded, problem = load_overlay(settings, tmp_path)
@@ -174,8 +175,56 @@ def test_rotated_logs_are_read_oldest_first_and_bad_lines_counted(tmp_path):
     assert read_logs(tmp_path / "absent.jsonl").entries == []
 
 
-def _outcomes(model: str, topic: str, good: int, bad: int) -> list[Outcome]:
-    return [Outcome(model, {topic: 1.0}, i < good, "feedback") for i in range(good + bad)]
+def _outcomes(model: str, topic: str, good: int, bad: int, level: int | None = None) -> list[Outcome]:
+    return [Outcome(model, {topic: 1.0}, i < good, "feedback", {} if level is None else {level: 1.0})
+            for i in range(good + bad)]
+
+
+def test_chances_of_success_are_fitted_per_topic_and_complexity_level_from_the_logged_probabilities():
+    """The model answers routine debugging well and expert debugging badly: one skill per topic
+    averages the two; the fit per level tells them apart, each from its own prior."""
+    entries, verdicts = [], []
+    for i in range(60):
+        level = 1 if i % 2 else 3
+        request_id = f"{i:032d}"
+        p = [0.0, 0.9, 0.0, 0.1] if level == 1 else [0.0, 0.1, 0.0, 0.9]
+        entries.append(decided(request_id, CHEAP, signals={"primary": "debugging", "complexity_p": p, "complexity": level}))
+        verdicts.append({"ts": NOW - 100, "id": request_id, "source": "feedback", "outcome": "good" if level == 1 else "bad"})
+    found, _ = evidence(entries, verdicts, 120, now=NOW)
+    assert found[1].levels == pytest.approx({1: 0.9, 3: 0.1})
+    settings = catalogue()
+    [topic] = fit(settings, settings, found, prior_strength=2)
+    by_level = {f.level: f for f in fit(settings, settings, found, prior_strength=2, by_level=True)}
+    assert 0.4 < topic.new < 0.6 and set(by_level) == {1, 3}
+    assert by_level[1].guess == pytest.approx(settings.success(settings.model(CHEAP), "debugging", 1))
+    assert by_level[1].new > 0.85 and by_level[3].new < 0.15
+    document = overlay([topic], 2, list(by_level.values()))
+    assert document["success"] == {CHEAP: {"debugging": {"1": by_level[1].new, "3": by_level[3].new}}}
+    laid = apply_skills(settings, Overlay(document["skills"], {CHEAP: {"debugging": {1: by_level[1].new, 3: 0.05}}}))
+    assert laid.success(laid.model(CHEAP), "debugging", 3) == 0.05
+    assert laid.success(laid.model(CHEAP), "debugging", 0) == pytest.approx(
+        settings.model_copy(update={"models": laid.models}).success(laid.model(CHEAP), "debugging", 0))
+
+
+def test_a_log_without_complexity_probabilities_counts_its_level_whole_or_not_at_all():
+    found, _ = evidence([decided("1" * 32, CHEAP, signals={"primary": "docs", "complexity": 2}),
+                         decided("2" * 32, CHEAP, signals={"primary": "docs"})], [], 120, now=NOW)
+    assert [o.levels for o in found] == [{2: 1.0}, {}]
+    settings = catalogue()
+    [cell] = fit(settings, settings, found, prior_strength=0, by_level=True)
+    assert (cell.topic, cell.level, cell.tally.n) == ("docs", 2, 1.0)
+
+
+def test_the_overlays_chances_of_success_are_checked_when_read(tmp_path):
+    path = tmp_path / "skills.json"
+    for body, error in [({"skills": {}, "success": {CHEAP: {"docs": {"7": 0.5}}}}, "complexity level (0, 1, 2, 3)"),
+                        ({"skills": {}, "success": {CHEAP: {"docs": {"1": 1.5}}}}, "success.cloud/cheap.docs.1: must be"),
+                        ({"skills": {}, "success": [1]}, "success: must be an object")]:
+        path.write_text(json.dumps(body))
+        with pytest.raises(ValueError, match=re.escape(error)):
+            read_skills(path)
+    path.write_text(json.dumps({"skills": {}, "success": {CHEAP: {"docs": {"0": 0.9}}}}))
+    assert read_skills(path).success == {CHEAP: {"docs": {0: 0.9}}}
 
 
 def test_refit_reads_and_writes_the_skills_in_learned_dir_and_says_so_when_it_cannot(tmp_path, capsys):
@@ -207,7 +256,7 @@ def test_refit_reads_and_writes_the_skills_in_learned_dir_and_says_so_when_it_ca
             code = main(["router", "refit", "--write", "--url", "http://127.0.0.1:9"])
         err = capsys.readouterr().err
         if ok:
-            assert code == 0 and read_skills(learned / "router" / "skills.json") == {CHEAP: {"debugging": round(6 / 11, 3)}}
+            assert code == 0 and read_skills(learned / "router" / "skills.json").skills == {CHEAP: {"debugging": round(6 / 11, 3)}}
             assert not (state / "router" / "skills.json").exists()
         else:
             assert code == 1 and f"cannot write {blocked / 'learned' / 'router' / 'skills.json'}" in err

@@ -24,8 +24,9 @@ def run(args: argparse.Namespace) -> int:
     except ImportError:
         print("system1 learn: needs scikit-learn and NumPy: pip install 'system1-gateway[learn]'", file=sys.stderr)
         return EXIT_START
-    if not args.data and not args.from_store and not args.from_routing_log:
-        print("system1 learn: give labelled JSONL files, --from-store, --from-routing-log, or more than one", file=sys.stderr)
+    if not args.data and not args.from_store and not args.from_routing_log and not args.router_topics:
+        print("system1 learn: give labelled JSONL files, --from-store, --from-routing-log, --router-topics, or more "
+              "than one", file=sys.stderr)
         return EXIT_START
     if bool(args.teacher) != bool(args.pool or args.pool_from_store):
         print("system1 learn: --teacher and --pool (or --pool-from-store) go together: the teacher labels the "
@@ -47,6 +48,11 @@ def run(args: argparse.Namespace) -> int:
             print(f"system1 learn: {exc}", file=sys.stderr)
             return EXIT_START
         rows.extend(await routing_log_rows(service, args))
+        if args.router_topics:
+            topical = with_router_topics(rows)
+            if topical is None:
+                return EXIT_START
+            rows[:] = topical
         if not rows:
             print("system1 learn: no labelled rows", file=sys.stderr)
             return EXIT_DECISION
@@ -90,6 +96,25 @@ def run(args: argparse.Namespace) -> int:
     return talk_to_service(args, work)
 
 
+def with_router_topics(rows: list) -> list | None:
+    """`--router-topics`: the rows with the examples of `[router.topics]`, every topic-question
+    row asked over the configured topics; None after saying why not."""
+    from ..core.config import load_config
+    from ..offline import calibrate as labelled
+    from ..router.topics import example_rows, retopic
+
+    config = load_config()
+    if config.errors:
+        print("system1 learn: the config has errors:", *config.errors, sep="\n  ", file=sys.stderr)
+        return None
+    settings = config.settings.router
+    kept, dropped = retopic(settings, rows + labelled.parse_rows(example_rows(settings), "[router.topics]"))
+    if dropped:
+        print(f"system1 learn: {dropped} topic-question rows name a topic [router.topics] no longer has; left out",
+              file=sys.stderr)
+    return kept
+
+
 def pool_rows(args: argparse.Namespace) -> list | None:
     """The unlabelled rows of the `--pool` files, or None after saying why not."""
     from ..offline import calibrate as labelled
@@ -103,7 +128,8 @@ def pool_rows(args: argparse.Namespace) -> list | None:
 
 def learn_sources(args: argparse.Namespace) -> list[str]:
     """Where the rows came from, the teacher's pools included, for the report."""
-    return sources(args, *(["the label store"] if args.from_store else []), *(args.pool if args.teacher else []),
+    return sources(args, *(["the label store"] if args.from_store else []),
+                   *(["the examples of [router.topics]"] if args.router_topics else []), *(args.pool if args.teacher else []),
                    *(["the label store's unlabelled decisions"] if args.pool_from_store else []))
 
 

@@ -10,6 +10,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from . import EXIT_OK, EXIT_START, talk_to_service, write_learned
 
@@ -31,14 +32,13 @@ def refit(args: argparse.Namespace) -> int:
     tallies, skipped = evidence(decisions.entries, outcomes.entries, catalogue.outcomes.retry_window_s)
     current, _ = load_overlay(catalogue, config.learned_dir)  # a broken overlay: refit from the guesses
     fitted = fit(catalogue, current, tallies, args.prior_strength)
-    document = overlay(fitted, args.prior_strength)
+    by_level = fit(catalogue, current, tallies, args.prior_strength, by_level=True)
+    document = overlay(fitted, args.prior_strength, by_level)
     if args.json:
-        print(json.dumps({**document, "refitted": [{"model": f.model, "topic": f.topic, "guess": f.guess,
-                                                    "current": f.current, "new": f.new, "good": round(f.tally.successes, 3),
-                                                    "bad": round(f.tally.failures, 3), "sources": {k: round(v, 3) for k, v in f.tally.sources.items()}}
-                                                   for f in fitted]}, indent=2))
+        print(json.dumps({**document, "refitted": [as_json(f) for f in fitted],
+                          "refitted_by_level": [as_json(f) for f in by_level]}, indent=2))
     else:
-        print(render(fitted, skipped, len(decisions.entries), args.prior_strength))
+        print(render(fitted, skipped, len(decisions.entries), args.prior_strength, by_level))
     unreadable = decisions.unreadable + outcomes.unreadable
     if unreadable:
         print(f"{unreadable} log lines were not JSON objects and were skipped.", file=sys.stderr)
@@ -55,6 +55,13 @@ def refit(args: argparse.Namespace) -> int:
         print("The router takes these skills when the service next starts or reloads (`system1 reload`).",
               file=sys.stderr)
     return EXIT_OK
+
+
+def as_json(fitted: Any) -> dict[str, Any]:
+    """One refitted skill (`offline.refit.Fitted`) as `--json` prints it."""
+    return {"model": fitted.model, "topic": fitted.topic, **({} if fitted.level is None else {"complexity": fitted.level}),
+            "guess": fitted.guess, "current": fitted.current, "new": fitted.new, "good": round(fitted.tally.successes, 3),
+            "bad": round(fitted.tally.failures, 3), "sources": {k: round(v, 3) for k, v in fitted.tally.sources.items()}}
 
 
 def shadow(args: argparse.Namespace) -> int:

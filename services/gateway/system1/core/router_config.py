@@ -24,6 +24,8 @@ environment variable that holds one.
 
 from __future__ import annotations
 
+import math
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -54,8 +56,64 @@ TOPICS = {
 }
 
 
+def sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
+
+
 class _Table(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Topic(_Table):
+    """`[router.topics.<name>]`: one kind of work the topic question may answer."""
+
+    #: What it means, in one line, as the engine reads it beside the name.
+    description: str = Field(default="", max_length=300, pattern=r"^[^\n]*$")
+    #: Prompts of this topic: `system1 learn --router-topics` fits the topic head from them.
+    examples: list[str] = Field(default_factory=list, max_length=10_000)
+    #: A model every request on this topic goes to, where it can take the request ("" : none).
+    model: str = ""
+
+    @field_validator("examples")
+    @classmethod
+    def _written(cls, examples: list[str]) -> list[str]:
+        blank = [i for i, e in enumerate(examples) if not e.strip()]
+        if blank:
+            raise ValueError(f"example {blank[0]} is empty")
+        return examples
+
+
+#: A topic's name: a word or a few, as people and the engine read it.
+TOPIC_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9 _./+-]{0,39}")
+
+
+def topic_table(value: Any) -> Any:
+    """`[router] topics` as name → Topic. The table form adds topics to the ten built-in ones
+    (`builtin = "replace"`: instead of them), and may give a built-in one examples or a model;
+    a list of names keeps those (built-in names with their descriptions)."""
+    if value is None:
+        return {name: Topic(description=text) for name, text in TOPICS.items()}
+    if isinstance(value, list):
+        if not all(isinstance(name, str) for name in value):
+            raise ValueError("a list of topics must hold names (strings)")
+        return {name: Topic(description=TOPICS.get(name, "")) for name in value}
+    if not isinstance(value, dict):
+        return value  # pydantic says what is wrong with it
+    table = dict(value)
+    mode = table.pop("builtin", "extend")
+    if mode not in ("extend", "replace"):
+        raise ValueError(f'builtin: must be "extend" (keep the built-in topics) or "replace", not {mode!r:.40}')
+    topics: dict[str, Any] = {} if mode == "replace" else {n: {"description": d} for n, d in TOPICS.items()}
+    for name, entry in table.items():
+        if not TOPIC_NAME.fullmatch(name):
+            raise ValueError(f"{name[:40]!r}: a topic's name is 1 to 40 letters, digits, spaces or _ . / + -, "
+                             "starting with a letter or digit")
+        if isinstance(entry, Topic):
+            entry = entry.model_dump()
+        if not isinstance(entry, dict):
+            raise ValueError(f"{name}: must be a table of description, examples and model")
+        topics[name] = {**topics.get(name, {}), **entry}
+    return topics
 
 
 class Price(_Table):
@@ -117,6 +175,10 @@ class ModelEntry(_Table):
     output_multiplier: float = Field(default=1.0, gt=0, le=100)
     default_skill: float = Field(ge=0, le=1)
     skills: dict[str, float] = Field(default_factory=dict)
+    #: The measured chance of a good answer, per topic and complexity level (0..3), as
+    #: `system1 router refit` fits it from outcomes: where given, it stands for the logistic of
+    #: skill the expected-value rule otherwise uses (`RouterSettings.success`).
+    success: dict[str, dict[int, float]] = Field(default_factory=dict)
     #: Context window in tokens.
     context: int = Field(default=128_000, ge=256)
     tools: bool = False
@@ -130,6 +192,17 @@ class ModelEntry(_Table):
             if not 0 <= value <= 1:
                 raise ValueError(f"{topic}: must be between 0 and 1, not {value}")
         return skills
+
+    @field_validator("success")
+    @classmethod
+    def _success_range(cls, success: dict[str, dict[int, float]]) -> dict[str, dict[int, float]]:
+        for topic, by_level in success.items():
+            for level, value in by_level.items():
+                if not 0 <= level < COMPLEXITY_LEVELS:
+                    raise ValueError(f"{topic}: complexity levels are 0..{COMPLEXITY_LEVELS - 1}, not {level}")
+                if not 0 <= value <= 1:
+                    raise ValueError(f"{topic}.{level}: must be between 0 and 1, not {value}")
+        return success
 
     @property
     def upstream_model(self) -> str:
@@ -210,7 +283,7 @@ class OutcomeSettings(_Table):
 
 #: Keys that moved into a sub-table: the error says where to.
 MOVED = {"decision_provider": "[router.decision] provider", "private_decision_provider": "[router.decision] private_provider",
-         "decision_chars": "[router.decision] chars"}
+         "decision_chars": "[router.decision] chars", "topic_descriptions": "[router.topics.<name>] description"}
 
 
 class RouterSettings(_Table):
@@ -219,9 +292,11 @@ class RouterSettings(_Table):
     enabled: bool = False
     #: Model names that are routed; every other name is passed through to its upstream.
     aliases: list[str] = Field(default_factory=lambda: ["auto"])
-    topics: list[str] = Field(default_factory=lambda: list(TOPICS), min_length=2)
-    #: What a topic means, for topics beyond the built-in ones (a topic without one is its name).
-    topic_descriptions: dict[str, str] = Field(default_factory=dict)
+    #: The topic question's options, name → Topic, in order (see `topic_table`).
+    topics: dict[str, Topic] = Field(default_factory=lambda: topic_table(None), min_length=2)
+    #: A topic's `model` takes its requests where the decision gives the topic at least this
+    #: probability.
+    pin_probability: float = Field(default=0.5, gt=0.0, le=1.0)
     decision: DecisionSettings = Field(default_factory=lambda: DecisionSettings())
     check: CheckSettings = Field(default_factory=lambda: CheckSettings())
     outcomes: OutcomeSettings = Field(default_factory=lambda: OutcomeSettings())
@@ -289,6 +364,7 @@ class RouterSettings(_Table):
             for key, where in MOVED.items():
                 if key in values:
                     raise ValueError(f"{key}: moved to {where}")
+            values = {**values, "topics": topic_table(values.get("topics"))}
         return values
 
     @field_validator("min_skill", "est_output_tokens", "reasoning_effort")
@@ -325,13 +401,13 @@ class RouterSettings(_Table):
             if model.upstream not in self.upstreams:
                 raise ValueError(f"models[{index}] ({model.id}): upstream {model.upstream!r} is not in "
                                  f"[router.upstreams]; configured: {', '.join(self.upstreams) or 'none'}")
-            unknown = sorted(set(model.skills) - set(self.topics))
+            unknown = sorted((set(model.skills) | set(model.success)) - set(self.topics))
             if unknown:
                 raise ValueError(f"models[{index}] ({model.id}): skills for unknown topics {', '.join(unknown)}; "
                                  f"topics are {', '.join(self.topics)}")
-        undefined = sorted(set(self.topic_descriptions) - set(self.topics))
-        if undefined:
-            raise ValueError(f"topic_descriptions: {', '.join(undefined)} is not one of the topics")
+        for name, topic in self.topics.items():
+            if topic.model and topic.model not in ids:
+                raise ValueError(f"topics.{name}.model: {topic.model!r} is not one of the models")
         if self.passthrough_upstream and self.passthrough_upstream not in self.upstreams:
             raise ValueError(f"passthrough_upstream: {self.passthrough_upstream!r} is not in [router.upstreams]")
         if self.phone_regions:
@@ -352,8 +428,18 @@ class RouterSettings(_Table):
 
     def topic_text(self, topic: str) -> str:
         """A topic as the engine reads it: its name and what it means."""
-        description = self.topic_descriptions.get(topic) or TOPICS.get(topic)
+        description = self.topics[topic].description
         return f"{topic}: {description}" if description else topic
+
+    def success(self, model: ModelEntry, topic: str | None, complexity: int) -> float:
+        """The model's chance of answering work of this topic (None: any) and complexity well:
+        the measured one where refit has it, else even odds where its skill meets the level's
+        floor, σ((skill − min_skill[complexity]) / skill_width)."""
+        measured = model.success.get(topic, {}).get(complexity) if topic is not None else None
+        if measured is not None:
+            return measured
+        skill = model.default_skill if topic is None else model.skill(topic)
+        return sigmoid((skill - self.min_skill[complexity]) / self.skill_width)
 
     def decision_log(self, install_dir: Path) -> Path:
         return Path(self.log_file).expanduser() if self.log_file else install_dir / "logs" / "router.jsonl"

@@ -22,6 +22,12 @@ The estimator is a Beta prior at the catalogue's skill s₀, worth `prior_streng
 with n outcomes (the shares, added up) of which w are successes, the skill is
 (k·s₀ + w) / (k + n). With few outcomes the guess stands; with many, the measured rate of
 satisfactory answers.
+
+The same fit runs a second time per topic and complexity level, the outcome shared by
+P(topic) × P(level) (`signals.complexity_p`): the chance of a good answer the expected-value
+rule reads (`RouterSettings.success`), its prior the catalogue's σ((skill − min_skill[level]) /
+skill_width). A model good at easy debugging and poor at hard debugging is then told apart from
+one middling at both, which one skill per topic cannot say.
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..core.router_config import RouterSettings
+from ..core.router_config import COMPLEXITY_LEVELS, ModelEntry, RouterSettings
 
 SOURCES = ("upstream", "check", "feedback", "retry", "accepted")
 
@@ -68,6 +74,12 @@ class Outcome:
     topics: dict[str, float]
     success: bool
     source: str
+    #: The decision's probability of each complexity level (empty: the log gave none).
+    levels: dict[int, float] = field(default_factory=dict)
+
+
+#: What a skill is fitted for: a topic, and a complexity level or None (the topic as a whole).
+Key = tuple[str, int | None]
 
 
 def count(value: float) -> str:
@@ -90,10 +102,26 @@ def topic_weights(signals: dict[str, Any]) -> dict[str, float]:
     return {primary: 1.0} if primary else {}
 
 
+def level_weights(signals: dict[str, Any]) -> dict[int, float]:
+    """How a request's outcomes are shared among complexity levels: the decision's
+    probabilities of those with at least MIN_SHARE, normalised (the logged level alone when it
+    logged none)."""
+    logged = signals.get("complexity_p")
+    levels = {c: float(p) for c, p in enumerate(logged if isinstance(logged, list) else [])
+              if isinstance(p, int | float) and p >= MIN_SHARE}
+    total = sum(levels.values())
+    if total > 0:
+        return {c: p / total for c, p in levels.items()}
+    level = signals.get("complexity")
+    return {level: 1.0} if isinstance(level, int) and not isinstance(level, bool) else {}
+
+
 @dataclass(frozen=True)
 class Fitted:
     model: str
     topic: str
+    #: The complexity level fitted, or None for the topic's skill.
+    level: int | None
     #: The catalogue's guess (the prior), the skill the router uses now, and the refitted one.
     guess: float
     current: float
@@ -152,12 +180,13 @@ def evidence(decisions: Iterable[dict[str, Any]], outcomes: Iterable[dict[str, A
     skipped: Counter = Counter()
     for entry in decisions:
         topics = topic_weights(entry.get("signals") or {})
+        levels = level_weights(entry.get("signals") or {})
         if not topics:
             skipped["no topic (a sticky turn, or no decision)"] += 1
             continue
 
         def add(model: str, success: bool, source: str) -> None:
-            found.append(Outcome(model, topics, success, source))
+            found.append(Outcome(model, topics, success, source, levels))
 
         for attempt in entry.get("failed") or []:
             if isinstance(attempt, dict) and attempt.get("model"):
@@ -189,77 +218,114 @@ ROUNDS = 50
 SETTLED = 1e-4
 
 
-def _shares(outcome: Outcome, skill: Callable[[str, str], float]) -> dict[str, float]:
-    """How much of `outcome` each of its request's topics takes: P(topic) times the likelihood of
-    the outcome under `skill(model, topic)`, normalised."""
-    weights = {t: p * (skill(outcome.model, t) if outcome.success else 1 - skill(outcome.model, t))
-               for t, p in outcome.topics.items()}
+def cells(outcome: Outcome, by_level: bool) -> dict[Key, float]:
+    """What an outcome's request was, by the decision: its topics (by_level: topics and levels),
+    each with its probability."""
+    if not by_level:
+        return {(t, None): p for t, p in outcome.topics.items()}
+    return {(t, c): pt * pc for t, pt in outcome.topics.items() for c, pc in outcome.levels.items()}
+
+
+def _shares(outcome: Outcome, by_level: bool, skill: Callable[[str, Key], float]) -> dict[Key, float]:
+    """How much of `outcome` each of its request's cells takes: their probability times the
+    likelihood of the outcome under `skill(model, key)`, normalised."""
+    probabilities = cells(outcome, by_level)
+    weights = {k: p * (skill(outcome.model, k) if outcome.success else 1 - skill(outcome.model, k))
+               for k, p in probabilities.items()}
     total = sum(weights.values())
-    return {t: (w / total if total > 0 else outcome.topics[t]) for t, w in weights.items()}
+    return {k: (w / total if total > 0 else probabilities[k]) for k, w in weights.items()}
 
 
-def tallies_for(outcomes: Iterable[Outcome], skill: Callable[[str, str], float]) -> dict[tuple[str, str], Tally]:
-    """Outcomes per (model, topic), each shared among its request's topics (`_shares`)."""
-    tallies: dict[tuple[str, str], Tally] = defaultdict(Tally)
+def tallies_for(outcomes: Iterable[Outcome], skill: Callable[[str, Key], float],
+                by_level: bool = False) -> dict[tuple[str, Key], Tally]:
+    """Outcomes per (model, key), each shared among its request's cells (`_shares`)."""
+    tallies: dict[tuple[str, Key], Tally] = defaultdict(Tally)
     for outcome in outcomes:
-        for topic, share in _shares(outcome, skill).items():
-            tallies[outcome.model, topic].add(outcome.success, outcome.source, share)
+        for key, share in _shares(outcome, by_level, skill).items():
+            tallies[outcome.model, key].add(outcome.success, outcome.source, share)
     return dict(tallies)
 
 
+def guessed(settings: RouterSettings, model: ModelEntry, key: Key) -> float:
+    """What `settings` says of the model on a key: its skill on the topic, or its chance of
+    success on the topic at the level."""
+    topic, level = key
+    return model.skill(topic) if level is None else settings.success(model, topic, level)
+
+
 def fit(catalogue: RouterSettings, current: RouterSettings, outcomes: list[Outcome],
-        prior_strength: float) -> list[Fitted]:
-    """Every (model, topic) of the catalogue with outcomes, refitted from the catalogue's guess
-    (never from an earlier refit, which would count the same outcomes twice); in catalogue order."""
+        prior_strength: float, by_level: bool = False) -> list[Fitted]:
+    """Every (model, topic) of the catalogue with outcomes (by_level: every (model, topic,
+    complexity level)), refitted from the catalogue's guess (never from an earlier refit, which
+    would count the same outcomes twice); in catalogue order."""
     models = {m.id: m for m in catalogue.models}
-    outcomes = [o for o in outcomes if o.model in models]
-    skills: dict[tuple[str, str], float] = {}
+    outcomes = [o for o in outcomes if o.model in models and (o.levels or not by_level)]
+    skills: dict[tuple[str, Key], float] = {}
 
-    def skill(model: str, topic: str) -> float:
-        return skills.get((model, topic), models[model].skill(topic))
+    def skill(model: str, key: Key) -> float:
+        return skills.get((model, key), guessed(catalogue, models[model], key))
 
-    tallies: dict[tuple[str, str], Tally] = {}
+    tallies: dict[tuple[str, Key], Tally] = {}
     for _ in range(ROUNDS):  # the shares and the skills, in turn, until the skills settle
-        tallies = tallies_for(outcomes, skill)
+        tallies = tallies_for(outcomes, skill, by_level)
         before = skills
-        skills = {(m, t): (prior_strength * models[m].skill(t) + tally.successes) / (prior_strength + tally.n)
-                  for (m, t), tally in tallies.items() if prior_strength + tally.n > 0}
+        skills = {(m, k): (prior_strength * guessed(catalogue, models[m], k) + tally.successes) / (prior_strength + tally.n)
+                  for (m, k), tally in tallies.items() if prior_strength + tally.n > 0}
         if before and max(abs(v - before.get(k, v)) for k, v in skills.items()) < SETTLED:
             break
     in_use = {m.id: m for m in current.models}
     fitted = []
     for model in catalogue.models:
-        for topic in catalogue.topics:
-            tally = tallies.get((model.id, topic))
+        for key in ([(t, c) for t in catalogue.topics for c in range(COMPLEXITY_LEVELS)] if by_level
+                    else [(t, None) for t in catalogue.topics]):
+            tally = tallies.get((model.id, key))
             if tally is None or not tally.n:
                 continue
-            now = in_use[model.id].skill(topic) if model.id in in_use else model.skill(topic)
-            fitted.append(Fitted(model.id, topic, model.skill(topic), now, round(skills[model.id, topic], 3), tally))
+            now = guessed(current, in_use.get(model.id, model), key)
+            fitted.append(Fitted(model.id, key[0], key[1], guessed(catalogue, model, key), now,
+                                 round(skills[model.id, key], 3), tally))
     return fitted
 
 
-def overlay(fitted: list[Fitted], prior_strength: float) -> dict[str, Any]:
-    """The skills file for these refitted skills (it replaces any earlier one whole)."""
+def overlay(fitted: list[Fitted], prior_strength: float, by_level: list[Fitted] = ()) -> dict[str, Any]:
+    """The skills file for these refitted skills and chances of success per level (it replaces
+    any earlier one whole)."""
     skills: dict[str, dict[str, float]] = {}
     evidence: dict[str, dict[str, float]] = {}
     for f in fitted:
         skills.setdefault(f.model, {})[f.topic] = f.new
         evidence.setdefault(f.model, {})[f.topic] = round(f.tally.n, 2)
+    success: dict[str, dict[str, dict[str, float]]] = {}
+    success_evidence: dict[str, dict[str, dict[str, float]]] = {}
+    for f in by_level:
+        success.setdefault(f.model, {}).setdefault(f.topic, {})[str(f.level)] = f.new
+        success_evidence.setdefault(f.model, {}).setdefault(f.topic, {})[str(f.level)] = round(f.tally.n, 2)
     return {"fitted_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "prior_strength": prior_strength,
-            "skills": skills, "evidence": evidence}
+            "skills": skills, "evidence": evidence, "success": success, "success_evidence": success_evidence}
 
 
-def render(fitted: list[Fitted], skipped: Counter, requests: int, prior_strength: float) -> str:
+def _table(fitted: list[Fitted], by_level: bool) -> list[str]:
+    level = " complexity |" if by_level else ""
+    lines = [f"| model | topic |{level} guess | now → refitted | outcomes (good / bad) | from |",
+             "|---|---|" + ("---|" if by_level else "") + "---|---|---|---|"]
+    for f in fitted:
+        sources = ", ".join(f"{s} {count(f.tally.sources[s])}" for s in SOURCES if f.tally.sources[s])
+        lines.append(f"| {f.model} | {f.topic} |{f' {f.level} |' if by_level else ''} {f.guess:.3f} | {f.current:.3f} → "
+                     f"{f.new:.3f} | {count(f.tally.n)} ({count(f.tally.successes)} / {count(f.tally.failures)}) | {sources} |")
+    return lines
+
+
+def render(fitted: list[Fitted], skipped: Counter, requests: int, prior_strength: float,
+           by_level: list[Fitted] = ()) -> str:
     lines = [f"{requests} routed requests read; skills refitted from the catalogue's guesses, each worth "
              f"{prior_strength:g} outcomes.", ""]
     if not fitted:
         lines.append("No outcomes for any model and topic of the catalogue yet.")
     else:
-        lines += ["| model | topic | guess | now → refitted | outcomes (good / bad) | from |", "|---|---|---|---|---|---|"]
-        for f in fitted:
-            sources = ", ".join(f"{s} {count(f.tally.sources[s])}" for s in SOURCES if f.tally.sources[s])
-            lines.append(f"| {f.model} | {f.topic} | {f.guess:.3f} | {f.current:.3f} → {f.new:.3f} | {count(f.tally.n)} "
-                         f"({count(f.tally.successes)} / {count(f.tally.failures)}) | {sources} |")
+        lines += _table(fitted, False)
+    if by_level:
+        lines += ["", "Chance of a good answer per topic and complexity level (what the expected-value rule reads):",
+                  "", *_table(list(by_level), True)]
     for why, left_out in sorted(skipped.items()):
         lines.append(f"{left_out} requests left out: {why}.")
     return "\n".join(lines)

@@ -2,7 +2,8 @@
 
 `[router] rule = "expected_value"` (the default) keeps the decision's distributions:
 - a model's chance of success on work of topic t and complexity c = σ((skill(t) − min_skill[c])
-  / skill_width): even odds where its skill meets the level's floor;
+  / skill_width): even odds where its skill meets the level's floor, or the chance refit
+  measured for that topic and level (`RouterSettings.success`);
 - its expected quality = Σ P(topic) P(complexity) × that chance; the floor it must clear is
   Σ P(risk) σ((risk_bonus[risk]) / skill_width), so on a sure decision a model clears it
   exactly where the step rule's skill ≥ min_skill + risk_bonus would;
@@ -17,18 +18,20 @@ floor = min_skill[complexity] + risk_bonus[risk] against skill = Σ P(topic) × 
 Either way, a model is capable when it takes the request (tools, images, context, budget,
 privacy, an upstream it can reach); the cheapest capable model over the floor wins, and when none
 clears it the best capable one does (escalation). With `quality_price_usd` above 0 the capable
-model of best value (price × expected quality − cost) wins instead.
+model of best value (price × expected quality − cost) wins instead. Before all that, a topic
+with a `model` takes the request to it when the decision gives that topic at least
+`pin_probability` and the model is capable: the operator's word over the arithmetic.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..core.router_config import COMPLEXITY_LEVELS, RISK_LEVELS, ModelEntry, RouterSettings
+from ..core.router_config import COMPLEXITY_LEVELS, RISK_LEVELS, ModelEntry, RouterSettings, sigmoid
 
 CHEAPEST = "cheapest model above quality floor"
+PINNED = "the model named for topic {topic}"
 BEST_VALUE = "best value at the price of quality"
 ESCALATED = "no model clears the quality floor: the most skilled capable model"
 BELOW_FLOOR = "below quality floor"
@@ -137,10 +140,6 @@ def est_cost(model: ModelEntry, input_tokens: int, output_tokens: float) -> floa
     return (input_tokens * model.price.input + output_tokens * model.output_multiplier * model.price.output) / 1e6
 
 
-def _sigmoid(x: float) -> float:
-    return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
-
-
 def distribution(probabilities: tuple[float, ...], score: float, count: int) -> list[float]:
     """Each level's probability: the decision's, normalised, or all on the score's level."""
     total = sum(probabilities)
@@ -149,24 +148,18 @@ def distribution(probabilities: tuple[float, ...], score: float, count: int) -> 
     return [1.0 if i == _level(score, count) else 0.0 for i in range(count)]
 
 
-def success(settings: RouterSettings, model: ModelEntry, topic: str | None, complexity: int) -> float:
-    """The model's chance of answering work of this topic (None: any) and complexity well."""
-    skill = model.default_skill if topic is None else model.skill(topic)
-    return _sigmoid((skill - settings.min_skill[complexity]) / settings.skill_width)
-
-
 def expected_quality(settings: RouterSettings, model: ModelEntry, signals: Signals) -> float:
     total = sum(signals.topics.values())
     topics = [(t, p / total) for t, p in signals.topics.items()] if total > 0 else [(None, 1.0)]
     levels_p = distribution(signals.complexity_p, signals.complexity, COMPLEXITY_LEVELS)
-    return sum(pt * pc * success(settings, model, topic, c)
+    return sum(pt * pc * settings.success(model, topic, c)
                for topic, pt in topics for c, pc in enumerate(levels_p) if pc > 0)
 
 
 def quality_floor(settings: RouterSettings, signals: Signals) -> float:
     """The expected quality a model must reach: each risk level's, weighed by its probability."""
     risk_p = distribution(signals.risk_p, signals.risk + settings.risk_offset, RISK_LEVELS)
-    return sum(p * _sigmoid(settings.risk_bonus[r] / settings.skill_width) for r, p in enumerate(risk_p))
+    return sum(p * sigmoid(settings.risk_bonus[r] / settings.skill_width) for r, p in enumerate(risk_p))
 
 
 def _incapable(settings: RouterSettings, model: ModelEntry, needs: Needs, live: Live, cost: float,
@@ -241,8 +234,13 @@ def route(settings: RouterSettings, signals: Signals, needs: Needs, live: Live =
     if by_value:
         capable = [c for c in candidates if c.why in ("", BELOW_FLOOR)]
         over_floor = sorted(capable, key=lambda c: (c.eff_cost_usd - settings.quality_price_usd * merit(c), c.id))
+    pin = pinned(settings, signals, candidates)
+    if pin is not None:
+        over_floor = [pin[0], *(c for c in over_floor if c is not pin[0])]
     order = _fall_through([c.id for c in over_floor or escalation], [c.id for c in escalation], settings)
-    if over_floor:
+    if pin is not None:
+        model, reason = pin[0].id, PINNED.format(topic=pin[1])
+    elif over_floor:
         model, reason = over_floor[0].id, BEST_VALUE if by_value else CHEAPEST
     elif escalation:
         model, reason = escalation[0].id, ESCALATED
@@ -252,6 +250,22 @@ def route(settings: RouterSettings, signals: Signals, needs: Needs, live: Live =
     listed = over_floor + sorted((c for c in candidates if c.id not in chosen), key=lambda c: (-merit(c), c.id))
     return Route(model, reason, complexity, risk, floor, private, local_only, settings.reasoning_effort[complexity],
                  listed, order if model else [], settings.rule)
+
+
+def pinned(settings: RouterSettings, signals: Signals, candidates: list[Candidate]) -> tuple[Candidate, str] | None:
+    """The capable candidate a topic names, and the topic, where the decision gives that topic
+    at least `pin_probability` (the likeliest such topic when several do)."""
+    total = sum(signals.topics.values())
+    if total <= 0:
+        return None
+    by_id = {c.id: c for c in candidates}
+    likely = sorted(((p / total, t) for t, p in signals.topics.items()
+                     if t in settings.topics and settings.topics[t].model), reverse=True)
+    for share, topic in likely:
+        candidate = by_id.get(settings.topics[topic].model)
+        if share >= settings.pin_probability and candidate is not None and candidate.why in ("", BELOW_FLOOR):
+            return candidate, topic
+    return None
 
 
 def _fall_through(ranked: list[str], below_floor: list[str], settings: RouterSettings) -> list[str]:

@@ -1,9 +1,12 @@
-"""The refitted-skills overlay: per model and topic, a skill measured from outcomes, laid over
-the catalogue's guesses when the router is configured (at start and on every reload).
+"""The refitted-skills overlay: per model and topic, a skill measured from outcomes, and per
+model, topic and complexity level a chance of a good answer, laid over the catalogue's guesses
+when the router is configured (at start and on every reload).
 
     {"fitted_at": "…", "prior_strength": 10,
      "skills": {"<model id>": {"<topic>": 0.83, …}, …},
-     "evidence": {"<model id>": {"<topic>": 41.5, …}, …}}   # outcomes, shared by topic probability
+     "evidence": {"<model id>": {"<topic>": 41.5, …}, …},   # outcomes, shared by topic probability
+     "success": {"<model id>": {"<topic>": {"2": 0.71, …}, …}, …},
+     "success_evidence": {…}}                               # the same, by level
 
 Models and topics the catalogue no longer has are left out, with a warning; a file that cannot
 be read leaves the catalogue as it is and says why.
@@ -13,11 +16,12 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..core.files import write_whole
-from ..core.router_config import RouterSettings
+from ..core.router_config import COMPLEXITY_LEVELS, RouterSettings
 
 logger = logging.getLogger(__name__)
 
@@ -27,8 +31,31 @@ def skills_path(settings: RouterSettings, learned_dir: Path) -> Path:
     return Path(configured).expanduser() if configured else learned_dir / "router" / "skills.json"
 
 
-def read_skills(path: Path) -> dict[str, dict[str, float]]:
-    """The overlay's skills; `ValueError` saying what is wrong with the file."""
+@dataclass(frozen=True)
+class Overlay:
+    skills: dict[str, dict[str, float]]
+    #: Model → topic → complexity level → chance of a good answer.
+    success: dict[str, dict[str, dict[int, float]]] = field(default_factory=dict)
+
+
+def _share(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise ValueError(f"{where}: must be a number between 0 and 1")
+    return float(value)
+
+
+def _levels(path: Path, model: str, topic: str, levels: Any) -> dict[int, float]:
+    where = f"{path}: success.{model}.{topic}"
+    if not isinstance(levels, dict) or not all(isinstance(k, str) and k in LEVEL_NAMES for k in levels):
+        raise ValueError(f"{where}: must be an object of complexity level ({', '.join(LEVEL_NAMES)}) → chance")
+    return {int(level): _share(value, f"{where}.{level}") for level, value in levels.items()}
+
+
+LEVEL_NAMES = tuple(str(level) for level in range(COMPLEXITY_LEVELS))
+
+
+def read_skills(path: Path) -> Overlay:
+    """The overlay's skills and chances of success; `ValueError` saying what is wrong with the file."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -40,30 +67,32 @@ def read_skills(path: Path) -> dict[str, dict[str, float]]:
     skills = data.get("skills") if isinstance(data, dict) else None
     if not isinstance(skills, dict):
         raise ValueError(f"{path}: has no \"skills\" object")
-    checked: dict[str, dict[str, float]] = {}
-    for model, topics in skills.items():
-        if not isinstance(topics, dict):
-            raise ValueError(f"{path}: skills.{model}: must be an object of topic → skill")
-        for topic, value in topics.items():
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-                raise ValueError(f"{path}: skills.{model}.{topic}: must be a number between 0 and 1")
-        checked[model] = {topic: float(value) for topic, value in topics.items()}
-    return checked
+    success = data.get("success", {})
+    for name, table in (("skills", skills), ("success", success)):
+        if not isinstance(table, dict) or not all(isinstance(topics, dict) for topics in table.values()):
+            raise ValueError(f"{path}: {name}: must be an object of model → topic → value")
+    return Overlay(
+        {model: {topic: _share(v, f"{path}: skills.{model}.{topic}") for topic, v in topics.items()}
+         for model, topics in skills.items()},
+        {model: {topic: _levels(path, model, topic, levels) for topic, levels in topics.items()}
+         for model, topics in success.items()})
 
 
-def apply_skills(settings: RouterSettings, skills: dict[str, dict[str, float]]) -> RouterSettings:
-    """The catalogue with the overlay's skills in place of its guesses."""
+def apply_skills(settings: RouterSettings, overlay: Overlay) -> RouterSettings:
+    """The catalogue with the overlay's skills and chances of success in place of its guesses."""
     known = {m.id for m in settings.models}
-    for model in sorted(set(skills) - known):
+    for model in sorted((set(overlay.skills) | set(overlay.success)) - known):
         logger.warning("router skills overlay: %s is not in the catalogue; its skills are left out", model)
     models = []
     for entry in settings.models:
-        fitted = skills.get(entry.id, {})
-        unknown = sorted(set(fitted) - set(settings.topics))
+        fitted, levels = overlay.skills.get(entry.id, {}), overlay.success.get(entry.id, {})
+        unknown = sorted((set(fitted) | set(levels)) - set(settings.topics))
         if unknown:
             logger.warning("router skills overlay: %s: %s not among the topics; left out", entry.id, ", ".join(unknown))
-        fitted = {t: v for t, v in fitted.items() if t in settings.topics}
-        models.append(entry.model_copy(update={"skills": {**entry.skills, **fitted}}) if fitted else entry)
+        update = {"skills": {**entry.skills, **{t: v for t, v in fitted.items() if t in settings.topics}},
+                  "success": {**entry.success, **{t: {**entry.success.get(t, {}), **v} for t, v in levels.items()
+                                                  if t in settings.topics}}}
+        models.append(entry.model_copy(update=update) if fitted or levels else entry)
     return settings.model_copy(update={"models": models})
 
 
