@@ -21,6 +21,10 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+#: `make bench-routellm`'s results, shown in their own section when they are there.
+ROUTELLM = HERE.parent / "routellm" / "results.json"
+#: The PGR chart's regimes, in the order drawn, with their colours.
+REGIMES = {"random": "#9aa5b1", "zero-shot": "#b45309", "learned": "#1d4ed8"}
 #: Chromium from Debian's package; its own headless mode takes the screenshot.
 CHROMIUM = ("chromium", "chromium-browser", "google-chrome")
 SHOT_SIZE = (1400, 1100)
@@ -32,8 +36,8 @@ p.meta { color: #555; max-width: 70rem; }
 table { border-collapse: collapse; }
 th, td { border-bottom: 1px solid #e3e6ea; padding: .3rem .5rem; text-align: left; vertical-align: top; }
 th { background: #f4f6f8; position: sticky; top: 0; }
-table.summary td.n { text-align: right; font-variant-numeric: tabular-nums; }
-.charts { display: flex; gap: 2rem; flex-wrap: wrap; margin: 1rem 0; }
+table.summary td.n, table.routellm td.n { text-align: right; font-variant-numeric: tabular-nums; }
+.charts, .pgr { display: flex; gap: 2rem; flex-wrap: wrap; margin: 1rem 0; }
 .controls { display: flex; gap: 1rem; align-items: center; flex-wrap: wrap; margin: .5rem 0; }
 .controls button { border: 1px solid #9aa5b1; background: #fff; border-radius: 1rem; padding: .2rem .7rem; cursor: pointer; }
 .controls button[aria-pressed="true"] { background: #1d4ed8; color: #fff; border-color: #1d4ed8; }
@@ -140,6 +144,59 @@ def summary_table(results: dict[str, Any]) -> str:
     return f'<table class="summary"><thead>{head}</thead><tbody>{"".join(body)}</tbody></table>'
 
 
+def routellm_results() -> dict[str, Any] | None:
+    return json.loads(ROUTELLM.read_text(encoding="utf-8")) if ROUTELLM.exists() else None
+
+
+def pgr_chart(name: str, regimes: dict[str, Any]) -> str:
+    """PGR against the share of strong-model calls, one line per regime, as inline SVG."""
+    size, pad = 220, 34
+    lines = []
+    for regime, colour in REGIMES.items():
+        curve = (regimes.get(regime) or {}).get("curve")
+        if curve:
+            points = " ".join(f"{pad + x * size:.1f},{pad + (1 - y) * size:.1f}" for x, y in curve)
+            lines.append(f'<polyline points="{points}" fill="none" stroke="{colour}" stroke-width="2"/>')
+    legend = "".join(f'<text x="{pad + 6}" y="{pad + 16 + 15 * i}" font-size="11" fill="{c}">{esc(r)}</text>'
+                     for i, (r, c) in enumerate((r, c) for r, c in REGIMES.items() if r in regimes))
+    return (f'<svg role="img" aria-label="PGR {esc(name)}" width="{size + 2 * pad}" height="{size + 2 * pad}" '
+            f'viewBox="0 0 {size + 2 * pad} {size + 2 * pad}">'
+            f'<text x="{pad}" y="16" font-weight="600" font-size="13">{esc(name)}</text>'
+            f'<rect x="{pad}" y="{pad}" width="{size}" height="{size}" fill="none" stroke="#cbd2d9"/>'
+            f'<text x="{pad}" y="{pad + size + 16}" font-size="11">share of strong-model calls, 0 → 100 %</text>'
+            f'<text x="4" y="{pad + 10}" font-size="11">PGR 1</text>{"".join(lines)}{legend}</svg>')
+
+
+def routellm_section(results: dict[str, Any] | None) -> str:
+    """The public router benchmark: APGR and CPT per benchmark and regime beside RouteLLM's
+    published figures, and the PGR curves ("" without results)."""
+    if results is None:
+        return ""
+    head = ("<tr><th>benchmark</th><th>prompts</th><th>regime</th><th>APGR</th><th>CPT(50 %)</th><th>CPT(80 %)</th>"
+            "<th>RouteLLM's published figure</th></tr>")
+    body, charts = [], []
+    for name, regimes in results["benchmarks"].items():
+        for regime in REGIMES:
+            r = regimes.get(regime)
+            if r is None:
+                continue
+            published = results.get("published", {}).get(name, "") if regime == "learned" or (
+                regime == "zero-shot" and "learned" not in regimes) else ""
+            cells = [name, results["rows"][name], regime, f"{r['apgr']:.3f}", pct(r["cpt50"]), pct(r["cpt80"]), published]
+            body.append("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in cells) + "</tr>")
+        charts.append(pgr_chart(name, regimes))
+    return f"""<h2>Public benchmark: RouteLLM</h2>
+<p class="meta">RouteLLM's own per-prompt outcomes of gpt-4-1106 (strong) and Mixtral-8x7B (weak), replayed through the
+router's decision with no chat model called (<code>make bench-routellm</code>,
+<a href="../routellm/RESULTS.md">RESULTS.md</a>). zero-shot: the router as shipped, scored by its expected complexity;
+learned: a "needs the strong model" head scored on MMLU domains and GSM8K folds it was not fitted on. Random is exact:
+APGR 0.5. RouteLLM's figures are cost saved at 95 % of GPT-4's quality by routers trained on Chatbot Arena preferences,
+not the same metric as APGR.</p>
+<table class="routellm"><thead>{head}</thead><tbody>{"".join(body)}</tbody></table>
+<div class="pgr">{"".join(charts)}</div>
+"""
+
+
 def chip(confidence: float, threshold: float) -> str:
     level = "high" if confidence >= threshold else "mid" if confidence >= 0.5 else "low"
     return f'<span class="chip {level}" title="topic confidence">{confidence:.2f}</span>'
@@ -175,7 +232,7 @@ def prompt_rows(results: dict[str, Any]) -> str:
     return "".join(out)
 
 
-def render(results: dict[str, Any]) -> str:
+def render(results: dict[str, Any], routellm: dict[str, Any] | None = None) -> str:
     meta, engines = results["meta"], results["engines"]
     groups = meta["groups"]
     counts = {g: sum(p["group"] == g for p in results["prompts"]) for g in groups}
@@ -196,7 +253,7 @@ their real server code on random weights.</p>
 <h2>Summary</h2>
 {summary_table(results)}
 {charts(results)}
-<h2>Every prompt</h2>
+{routellm_section(routellm)}<h2>Every prompt</h2>
 <div class="controls"><div id="groups" role="group" aria-label="group">{"".join(buttons)}</div>
 <label><input type="checkbox" id="disagreements"> disagreements only (an engine with trained weights routes away from gold)</label>
 <span id="shown" aria-live="polite"></span></div>
@@ -223,7 +280,7 @@ def screenshot(page: Path, png: Path) -> None:
 
 
 def write_report(results: dict[str, Any], page: Path, png: Path) -> None:
-    page.write_text(render(results), encoding="utf-8")
+    page.write_text(render(results, routellm_results()), encoding="utf-8")
     screenshot(page, png)
 
 

@@ -26,6 +26,7 @@ def load_report_module():
 
 
 report = load_report_module()
+ROUTELLM = report.routellm_results()
 
 
 def png_size(data: bytes) -> tuple[int, int]:
@@ -54,7 +55,7 @@ def browser(tmp_path_factory):
 @pytest.fixture(scope="module")
 def page(browser, tmp_path_factory):
     path = tmp_path_factory.mktemp("report") / "report.html"
-    path.write_text(report.render(RESULTS), encoding="utf-8")
+    path.write_text(report.render(RESULTS, ROUTELLM), encoding="utf-8")
     browser.get(path.as_uri())
     return browser
 
@@ -136,6 +137,25 @@ def test_the_summary_table_and_charts_show_every_engine(page):
 
 
 @pytest.mark.needs_chromium
+def test_the_public_benchmark_section_shows_each_regime_beside_the_published_figures_with_its_curves(page):
+    rows = page.execute_script(
+        "return [...document.querySelectorAll('table.routellm tbody tr')].map(r => [...r.cells].map(c => c.textContent))")
+    expected = [(name, regime, f"{r['apgr']:.3f}") for name, regimes in ROUTELLM["benchmarks"].items()
+                for regime, r in regimes.items() if regime in report.REGIMES]
+    assert [(r[0], r[2], r[3]) for r in rows] == expected and len(expected) >= 8
+    published = {r[0]: r[6] for r in rows if r[6]}
+    assert published == ROUTELLM["published"]
+    charts = page.execute_script("return [...document.querySelectorAll('.pgr svg')].map(s => s.getAttribute('aria-label'))")
+    assert charts == [f"PGR {name}" for name in ROUTELLM["benchmarks"]]
+    lines = page.execute_script("return [...document.querySelectorAll('.pgr svg')].map(s => s.querySelectorAll('polyline').length)")
+    assert lines == [sum(regime in regimes for regime in report.REGIMES) for regimes in ROUTELLM["benchmarks"].values()]
+
+
+def test_without_public_benchmark_results_the_report_has_no_such_section():
+    assert "Public benchmark" not in report.render(RESULTS, None)
+
+
+@pytest.mark.needs_chromium
 def test_the_page_renders_to_a_screenshot(page, tmp_path):
     shot = tmp_path / "shot.png"
     assert page.save_screenshot(str(shot))
@@ -144,6 +164,6 @@ def test_the_page_renders_to_a_screenshot(page, tmp_path):
 
 
 def test_the_committed_report_is_what_the_committed_results_render_to_with_its_screenshot():
-    assert (ROUTER_BENCH / "report.html").read_text(encoding="utf-8") == report.render(RESULTS)
+    assert (ROUTER_BENCH / "report.html").read_text(encoding="utf-8") == report.render(RESULTS, ROUTELLM)
     width, height = png_size((ROUTER_BENCH / "report.png").read_bytes())
     assert (width, height) == report.SHOT_SIZE
