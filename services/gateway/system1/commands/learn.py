@@ -6,9 +6,13 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import EXIT_DECISION, EXIT_HEALTH, EXIT_OK, EXIT_START, talk_to_service, write_learned
 from .calibrate import labelled_rows, routing_log_rows, sources
+
+if TYPE_CHECKING:
+    from ..client.service_client import ServiceClient
 
 
 def run(args: argparse.Namespace) -> int:
@@ -38,21 +42,8 @@ def run(args: argparse.Namespace) -> int:
     progress = sys.stderr.isatty() and not args.json
 
     async def work(service: ServiceClient) -> int:
-        try:
-            if args.from_store:
-                rows.extend(labelled.parse_rows(await service.labelled(), "the label store"))
-            if args.pool_from_store:
-                pool.extend(labelled.parse_rows(await service.labelled(unlabelled=True), "the label store",
-                                                labelled=False))
-        except labelled.DataError as exc:
-            print(f"system1 learn: {exc}", file=sys.stderr)
+        if not await gather(service, args, rows, pool):
             return EXIT_START
-        rows.extend(await routing_log_rows(service, args))
-        if args.router_topics:
-            topical = with_router_topics(rows)
-            if topical is None:
-                return EXIT_START
-            rows[:] = topical
         if not rows:
             print("system1 learn: no labelled rows", file=sys.stderr)
             return EXIT_DECISION
@@ -94,6 +85,28 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK if reloaded.get("reloaded") else EXIT_HEALTH
 
     return talk_to_service(args, work)
+
+
+async def gather(service: ServiceClient, args: argparse.Namespace, rows: list, pool: list) -> bool:
+    """Add the rows (and pool rows) the service holds, and the router's topics, as the flags
+    ask; False after saying why not."""
+    from ..offline import calibrate as labelled
+
+    try:
+        if args.from_store:
+            rows.extend(labelled.parse_rows(await service.labelled(), "the label store"))
+        if args.pool_from_store:
+            pool.extend(labelled.parse_rows(await service.labelled(unlabelled=True), "the label store", labelled=False))
+    except labelled.DataError as exc:
+        print(f"system1 learn: {exc}", file=sys.stderr)
+        return False
+    rows.extend(await routing_log_rows(service, args))
+    if args.router_topics:
+        topical = with_router_topics(rows)
+        if topical is None:
+            return False
+        rows[:] = topical
+    return True
 
 
 def with_router_topics(rows: list) -> list | None:
