@@ -1,0 +1,102 @@
+"""How the judge reads the private question, worded two ways, on the privacy seed set.
+
+    python bench/privacy/question.py [--per-class 100]
+
+The router asks every engine one yes/no question about privacy; MiniLM's head answers from the
+prompt's embedding alone, but the judge (Qwen2.5-Coder-1.5B-Instruct in llama-server) reads the
+question's words. This asks the judge both wordings about the same stratified sample of
+calibration/privacy-seed.jsonl (the set its calibration is fitted on; never the blind sets) and
+reports the ranking quality of its raw P(yes): AUROC, and the share of private rows among the
+lowest-scored half (what "safe to send" would let leave). Writes QUESTION.md and question.json
+beside this file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import sys
+from contextlib import ExitStack
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path[:0] = [str(HERE.parent), str(ROOT / "services" / "gateway")]
+
+from benchlib import free_port  # noqa: E402
+from local_engines import serve  # noqa: E402
+from system1.providers.base import Query  # noqa: E402
+from system1.providers.llama import LlamaOptions, LlamaProvider  # noqa: E402
+from system1.router.signals import PRIVATE_QUESTION  # noqa: E402
+
+LLAMA = ROOT / "build" / "llama"
+JUDGE = LLAMA / "models" / "qwen2.5-coder-1.5b-decision.gguf"
+#: The wording the router ships, and one that spells out what the privacy rule means.
+WORDINGS = {
+    "shipped": PRIVATE_QUESTION,
+    "spelled out": ("Would sending this request to an outside company reveal a working password or key, private "
+                    "facts about a specific person (their pay, health, reviews, family, legal or immigration "
+                    "matters), customers' personal records, or the company's unannounced plans?"),
+}
+
+
+def sample(per_class: int) -> list[dict]:
+    rows = [json.loads(line) for line in (ROOT / "calibration" / "privacy-seed.jsonl").read_text().splitlines() if line]
+    picked = []
+    for label in ("yes", "no"):
+        same = [r for r in rows if r["label"] == label]
+        picked += random.Random(0).sample(same, min(per_class, len(same)))
+    return picked
+
+
+def auroc(scores: list[tuple[float, bool]]) -> float:
+    positives = [s for s, p in scores if p]
+    negatives = [s for s, p in scores if not p]
+    wins = sum((p > n) + 0.5 * (p == n) for p in positives for n in negatives)
+    return wins / (len(positives) * len(negatives))
+
+
+async def ask(url: str, rows: list[dict]) -> dict[str, list[float]]:
+    provider = LlamaProvider(LlamaOptions(endpoint=url))
+    try:
+        return {name: [(await provider.decide(r["context"], Query(question, ["yes", "no"], yes_no=True),
+                                              120)).probabilities["yes"] for r in rows]
+                for name, question in WORDINGS.items()}
+    finally:
+        await provider.aclose()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--per-class", type=int, default=100)
+    args = parser.parse_args()
+    rows = sample(args.per_class)
+    with ExitStack() as stack:
+        port = free_port()
+        serve(stack, [str(LLAMA / "bin" / "llama-server"), "-m", str(JUDGE), "--alias", "qwen2.5-coder-1.5b-decision",
+                      "--host", "127.0.0.1", "--port", str(port), "-c", "4096", "-np", "1", "-t", "2"],
+              f"http://127.0.0.1:{port}/health")
+        p_yes = asyncio.run(ask(f"http://127.0.0.1:{port}", rows))
+    private = [r["label"] == "yes" for r in rows]
+    results = {"rows": len(rows), "wordings": WORDINGS, "figures": {}}
+    for name, scores in p_yes.items():
+        order = sorted(range(len(rows)), key=lambda i: scores[i])
+        low_half = order[: len(rows) // 2]
+        results["figures"][name] = {"auroc": auroc(list(zip(scores, private))),
+                                    "private_in_low_half": sum(private[i] for i in low_half) / len(low_half)}
+    (HERE / "question.json").write_text(json.dumps({**results, "p_yes": p_yes}, indent=1) + "\n")
+    lines = ["# The judge's private question, worded two ways", "",
+             f"`bench/privacy/question.py`: {len(rows)} rows of calibration/privacy-seed.jsonl (half private), the judge's "
+             "raw P(yes) for each wording. AUROC: how well it ranks private above ordinary; the private share of the "
+             "lowest-scored half: what a bar letting half the prompts leave would let out.", "",
+             "| wording | AUROC | private among the lowest-scored half |", "|---|---|---|"]
+    lines += [f"| {name}: {WORDINGS[name]} | {f['auroc']:.3f} | {f['private_in_low_half']:.0%} |"
+              for name, f in results["figures"].items()]
+    (HERE / "QUESTION.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
