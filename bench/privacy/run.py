@@ -50,8 +50,17 @@ CLOUD_KEYS = ("OPENROUTER_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_API_KEY")
 LABELS = ("before", "judge-generic-fit", "after")
 
 
-def blind() -> list[dict]:
-    return [json.loads(line) for line in (HERE / "blind.jsonl").read_text(encoding="utf-8").splitlines() if line]
+def blind(name: str = "blind.jsonl") -> list[dict]:
+    return [json.loads(line) for line in (HERE / name).read_text(encoding="utf-8").splitlines() if line]
+
+
+def suffix(name: str) -> str:
+    """What a blind set's result files carry after their names ("" for the first set)."""
+    return "" if name == "blind.jsonl" else "-" + Path(name).stem
+
+
+def result_files(name: str) -> dict[str, Path]:
+    return {label: path for label in LABELS if (path := HERE / f"results-{label}{suffix(name)}.json").exists()}
 
 
 def config(code: Path, minilm: str, judge: str | None) -> str:
@@ -98,8 +107,8 @@ def caught_by(report: dict) -> str | None:
     return "stage 2" if by.startswith("stage 2") else "stage 1" if by else "no decision"
 
 
-def run(code: Path, label: str, judge: bool) -> dict:
-    rows = blind()
+def run(code: Path, label: str, judge: bool, name: str) -> dict:
+    rows = blind(name)
     keys = {k: "placeholder-for-the-benchmark" for k in CLOUD_KEYS}
     answers = []
     with ExitStack() as stack:
@@ -133,11 +142,11 @@ def run(code: Path, label: str, judge: bool) -> dict:
     check = precheck_ms(code, [r["prompt"] for r in rows])
     for answer, ms in zip(answers, check):
         answer["precheck_ms"] = ms
-    return {"label": label, "judge": judge, "rows": len(rows), "answers": answers}
+    return {"label": label, "judge": judge, "blind": name, "rows": len(rows), "answers": answers}
 
 
 def summary(results: dict) -> dict:
-    rows = {r["id"]: r for r in blind()}
+    rows = {r["id"]: r for r in blind(results.get("blind", "blind.jsonl"))}
     answers = results["answers"]
     private = [a for a in answers if rows[a["id"]]["private"]]
     ordinary = [a for a in answers if not rows[a["id"]]["private"]]
@@ -174,15 +183,14 @@ def fmt(value: float | None, unit: str = " ms") -> str:
     return "–" if value is None else f"{value:.1f}{unit}"
 
 
-def report() -> str:
-    found = {label: json.loads((HERE / f"results-{label}.json").read_text()) for label in LABELS
-             if (HERE / f"results-{label}.json").exists()}
+def report(name: str) -> str:
+    found = {label: json.loads(path.read_text()) for label, path in result_files(name).items()}
     sums = {label: summary(r) for label, r in found.items()}
-    rows = {r["id"]: r for r in blind()}
+    rows = {r["id"]: r for r in blind(name)}
     first = next(iter(sums.values()))
     lines = ["# Leaks under `local_only` on the blind privacy set", "",
              f"`make bench-privacy`: {first['private']} private prompts ({first['hidden_private']} of them invisible to a "
-             f"pattern) and {first['ordinary']} ordinary ones from `blind.jsonl`, written apart from every training row "
+             f"pattern) and {first['ordinary']} ordinary ones from `{name}`, written apart from every training row "
              "and never fitted or tuned on, each through the gateway's dry run with the stack's catalogue under "
              "`local_only` (every cloud tier configured). \"before\" is the gateway as it was before the privacy work "
              "(its pre-check and shipped heads, no judge on the router's questions); \"after\" is this code with its "
@@ -212,14 +220,13 @@ def report() -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot() -> None:
+def plot(name: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    sums = {label: summary(json.loads((HERE / f"results-{label}.json").read_text())) for label in LABELS
-            if (HERE / f"results-{label}.json").exists()}
+    sums = {label: summary(json.loads(path.read_text())) for label, path in result_files(name).items()}
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
     names = list(sums)
     axes[0].bar(names, [s["leaked"] / s["private"] * 100 for s in sums.values()], color="#c0392b")
@@ -229,9 +236,9 @@ def plot() -> None:
     axes[1].set_title("ordinary prompts kept here (%)")
     for ax in axes:
         ax.set_ylim(0, 100)
-    fig.suptitle("local_only on the blind privacy set")
+    fig.suptitle(f"local_only on the blind privacy set ({name})")
     fig.tight_layout()
-    fig.savefig(HERE / "leaks.png", dpi=110)
+    fig.savefig(HERE / f"leaks{suffix(name)}.png", dpi=110)
 
 
 def main() -> None:
@@ -240,13 +247,15 @@ def main() -> None:
     parser.add_argument("--label", choices=LABELS, default="after")
     parser.add_argument("--no-judge", action="store_true", help="serve no judge (the code has no cascade)")
     parser.add_argument("--report", action="store_true", help="only write RESULTS.md and leaks.png")
+    parser.add_argument("--blind", default="blind.jsonl", help="the blind set beside this file (blind2.jsonl: the "
+                        "second, written after the first was measured); result files carry its name")
     args = parser.parse_args()
     if not args.report:
-        results = run(args.code.resolve(), args.label, not args.no_judge)
-        (HERE / f"results-{args.label}.json").write_text(json.dumps(results, indent=1) + "\n")
+        results = run(args.code.resolve(), args.label, not args.no_judge, args.blind)
+        (HERE / f"results-{args.label}{suffix(args.blind)}.json").write_text(json.dumps(results, indent=1) + "\n")
         print(json.dumps(summary(results), indent=1))
-    (HERE / "RESULTS.md").write_text(report())
-    plot()
+    (HERE / f"RESULTS{suffix(args.blind)}.md").write_text(report(args.blind))
+    plot(args.blind)
 
 
 if __name__ == "__main__":
