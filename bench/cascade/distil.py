@@ -49,7 +49,7 @@ ARMS = {"human": [], "distilled": ["--teacher", "llama", *[a for p in POOLS for 
 def config(minilm: str, judge: str) -> str:
     return (f'[gateway]\nprovider = "systemone"\ntimeout_s = 120\n[learning]\nenabled = true\n'
             f'[providers.systemone]\nendpoint = "{minilm}"\nmax_options = 256\nbatch = true\n'
-            f'[providers.llama]\nendpoint = "{judge}"\nmax_options = 52\ntimeout_s = 120\n')
+            f'[providers.llama]\nendpoint = "{judge}"\nmax_options = 52\n')
 
 
 def learn(toml: str, state: Path, extra: list[str]) -> str:
