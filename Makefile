@@ -234,6 +234,8 @@ bench-privacy: $(TOOLS) $(LLAMA_SERVER) $(JUDGE_MODEL)  ## private prompts that 
 	rm -rf build/before && git worktree prune && git worktree add --force --detach build/before $(BEFORE)
 	$(BIN)/python bench/privacy/run.py --code build/before --label before --no-judge
 	$(BIN)/python bench/privacy/run.py --label after
+	$(BIN)/python bench/privacy/run.py --code build/before --label before --no-judge --blind blind2.jsonl
+	$(BIN)/python bench/privacy/run.py --label after --blind blind2.jsonl
 	git worktree remove --force build/before
 
 bench-routellm: $(TOOLS)  ## the router on RouteLLM's public benchmark (MMLU, GSM8K, MT-Bench outcomes): PGR, CPT, APGR, zero-shot and learned
