@@ -34,9 +34,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path[:0] = [str(HERE.parent), str(HERE), str(ROOT / "services" / "gateway")]
 
-from benchlib import free_port, served_gateway  # noqa: E402
-from local_engines import serve  # noqa: E402
-from run import JUDGE, LLAMA, ask_all, pct, summary  # noqa: E402
+from benchlib import served_gateway  # noqa: E402
+from run import JUDGE, LLAMA, ask_all, pct, start_engines, summary  # noqa: E402
 from system1.core.config import load_config  # noqa: E402
 from system1.core.gateway import Gateway  # noqa: E402
 
@@ -118,12 +117,7 @@ def main() -> None:
             sys.exit(f"{needed} is missing: make llama-server judge-model")
     results: dict = {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs", "arms": {}}
     with ExitStack() as stack, tempfile.TemporaryDirectory() as tmp:
-        minilm_port, judge_port = free_port(), free_port()
-        minilm_pid = serve(stack, [sys.executable, str(ROOT / "engines" / "systemone" / "serve.py"), "--port", str(minilm_port)],
-                           f"http://127.0.0.1:{minilm_port}/health", {"SYSTEMONE_THREADS": "2"})
-        judge_pid = serve(stack, [str(LLAMA / "bin" / "llama-server"), "-m", str(JUDGE), "--alias", "qwen2.5-coder-1.5b-decision",
-                                  "--host", "127.0.0.1", "--port", str(judge_port), "-c", "4096", "-np", "1", "-t", "2"],
-                          f"http://127.0.0.1:{judge_port}/health")
+        minilm_port, judge_port, minilm_pid, judge_pid = start_engines(stack)
         toml = config(f"http://127.0.0.1:{minilm_port}", f"http://127.0.0.1:{judge_port}")
         for arm, extra in ARMS.items():
             state = Path(tmp) / arm

@@ -121,18 +121,25 @@ def summary(table: list[dict], answers: list[dict], latencies: list[float]) -> d
     }
 
 
+def start_engines(stack: ExitStack) -> tuple[int, int, int, int]:
+    """The MiniLM server and llama-server with the judge on free ports, stopped with `stack`:
+    their ports and process ids."""
+    minilm_port, judge_port = free_port(), free_port()
+    minilm_pid = serve(stack, [sys.executable, str(ROOT / "engines" / "systemone" / "serve.py"), "--port", str(minilm_port)],
+                       f"http://127.0.0.1:{minilm_port}/health", {"SYSTEMONE_THREADS": "2"})
+    judge_pid = serve(stack, [str(LLAMA / "bin" / "llama-server"), "-m", str(JUDGE), "--alias", "qwen2.5-coder-1.5b-decision",
+                              "--host", "127.0.0.1", "--port", str(judge_port), "-c", "4096", "-np", "1", "-t", "2"],
+                      f"http://127.0.0.1:{judge_port}/health")
+    return minilm_port, judge_port, minilm_pid, judge_pid
+
+
 async def run(per_set: int, blind_file: str) -> dict:
     table = rows(per_set, blind_file)
     results: dict = {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs", "rows": len(table), "blind": blind_file,
                      "systems": {}}
     with ExitStack() as stack, tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        minilm_port, judge_port = free_port(), free_port()
-        minilm_pid = serve(stack, [sys.executable, str(ROOT / "engines" / "systemone" / "serve.py"), "--port", str(minilm_port)],
-                           f"http://127.0.0.1:{minilm_port}/health", {"SYSTEMONE_THREADS": "2"})
-        judge_pid = serve(stack, [str(LLAMA / "bin" / "llama-server"), "-m", str(JUDGE), "--alias", "qwen2.5-coder-1.5b-decision",
-                                  "--host", "127.0.0.1", "--port", str(judge_port), "-c", "4096", "-np", "1", "-t", "2"],
-                          f"http://127.0.0.1:{judge_port}/health")
+        minilm_port, judge_port, minilm_pid, judge_pid = start_engines(stack)
         for name, (provider, cascade, heads) in SYSTEMS.items():
             toml = (f'[gateway]\nprovider = "{provider}"\ncascade = {json.dumps(cascade)}\ntimeout_s = 60\n'
                     f'[learning]\nenabled = {str(heads).lower()}\n'
