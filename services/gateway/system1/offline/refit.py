@@ -91,29 +91,27 @@ def count(value: float) -> str:
 MIN_SHARE = 0.05
 
 
+def _normalised(probabilities: dict[Any, Any]) -> dict[Any, float]:
+    """The probabilities of at least MIN_SHARE (numbers only), normalised; empty when none is."""
+    kept = {k: float(p) for k, p in probabilities.items() if isinstance(p, int | float) and p >= MIN_SHARE}
+    total = sum(kept.values())
+    return {k: p / total for k, p in kept.items()} if total > 0 else {}
+
+
 def topic_weights(signals: dict[str, Any]) -> dict[str, float]:
     """How a request's outcomes are shared among topics: the decision's probabilities of those
     with at least MIN_SHARE, normalised (its main topic alone when it logged none)."""
-    topics = {t: float(p) for t, p in (signals.get("topics") or {}).items() if isinstance(p, int | float) and p >= MIN_SHARE}
-    total = sum(topics.values())
-    if total > 0:
-        return {t: p / total for t, p in topics.items()}
     primary = signals.get("primary")
-    return {primary: 1.0} if primary else {}
+    return _normalised(signals.get("topics") or {}) or ({primary: 1.0} if primary else {})
 
 
 def level_weights(signals: dict[str, Any]) -> dict[int, float]:
     """How a request's outcomes are shared among complexity levels: the decision's
     probabilities of those with at least MIN_SHARE, normalised (the logged level alone when it
     logged none)."""
-    logged = signals.get("complexity_p")
-    levels = {c: float(p) for c, p in enumerate(logged if isinstance(logged, list) else [])
-              if isinstance(p, int | float) and p >= MIN_SHARE}
-    total = sum(levels.values())
-    if total > 0:
-        return {c: p / total for c, p in levels.items()}
-    level = signals.get("complexity")
-    return {level: 1.0} if isinstance(level, int) and not isinstance(level, bool) else {}
+    logged, level = signals.get("complexity_p"), signals.get("complexity")
+    return (_normalised(dict(enumerate(logged if isinstance(logged, list) else [])))
+            or ({level: 1.0} if isinstance(level, int) and not isinstance(level, bool) else {}))
 
 
 @dataclass(frozen=True)
@@ -180,10 +178,10 @@ def evidence(decisions: Iterable[dict[str, Any]], outcomes: Iterable[dict[str, A
     skipped: Counter = Counter()
     for entry in decisions:
         topics = topic_weights(entry.get("signals") or {})
-        levels = level_weights(entry.get("signals") or {})
         if not topics:
             skipped["no topic (a sticky turn, or no decision)"] += 1
             continue
+        levels = level_weights(entry.get("signals") or {})
 
         def add(model: str, success: bool, source: str) -> None:
             found.append(Outcome(model, topics, success, source, levels))

@@ -38,6 +38,10 @@ class Overlay:
     success: dict[str, dict[str, dict[int, float]]] = field(default_factory=dict)
 
 
+#: The complexity levels as the overlay's JSON keys them.
+LEVEL_NAMES = tuple(str(level) for level in range(COMPLEXITY_LEVELS))
+
+
 def _share(value: Any, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
         raise ValueError(f"{where}: must be a number between 0 and 1")
@@ -49,9 +53,6 @@ def _levels(path: Path, model: str, topic: str, levels: Any) -> dict[int, float]
     if not isinstance(levels, dict) or not all(isinstance(k, str) and k in LEVEL_NAMES for k in levels):
         raise ValueError(f"{where}: must be an object of complexity level ({', '.join(LEVEL_NAMES)}) → chance")
     return {int(level): _share(value, f"{where}.{level}") for level, value in levels.items()}
-
-
-LEVEL_NAMES = tuple(str(level) for level in range(COMPLEXITY_LEVELS))
 
 
 def read_skills(path: Path) -> Overlay:
