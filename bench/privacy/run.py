@@ -157,6 +157,8 @@ def summary(results: dict) -> dict:
     cleared = [a for a in answers if a["decision_ms"] is not None and not a["findings"]
                and not a.get("private_by", "").startswith("stage 2")]
     judged = [a for a in answers if a.get("private_by", "").startswith("stage 2")]
+    # A later stage asked that gave no answer leaves the fast stage's (`signals.private_source`).
+    unanswered = [a for a in answers if a.get("private_by", "").endswith("after it)")]
 
     def p(values: list[float], q: float) -> float | None:
         return percentile(values, q) if values else None
@@ -176,6 +178,7 @@ def summary(results: dict) -> dict:
         "cleared_decision_p90_ms": p([a["decision_ms"] for a in cleared], 90),
         "judged": len(judged), "judged_decision_p50_ms": p([a["decision_ms"] for a in judged], 50),
         "judged_decision_p90_ms": p([a["decision_ms"] for a in judged], 90),
+        "judge_unanswered": len(unanswered),
     }
 
 
@@ -215,6 +218,8 @@ def report(name: str) -> str:
         lines += ["", f"## {label}: what leaked, what was kept for nothing", "",
                   f"- leaked, by category: {s['leaked_by_category'] or 'none'}",
                   f"- false alarms, by category: {s['false_alarms_by_category'] or 'none'}; by rule: {s['alarms_by']}",
+                  f"- passed to the judge and not answered by it (a timeout, an error, an open circuit), so the "
+                  f"fast stage's answer stood: {s['judge_unanswered']}",
                   "- leaked prompts: " + ("; ".join(f"{i} ({rows[i]['category']}, {rows[i]['lang']}): "
                                                      f"{rows[i]['note']}" for i in s["leaked_ids"]) or "none")]
     return "\n".join(lines) + "\n"

@@ -10,7 +10,8 @@ import pytest
 
 from system1.core.gateway import Gateway
 from system1.core.router_config import RouterSettings
-from system1.providers.base import Capabilities, EngineAnswer, HealthProbe, OneQuestionProvider, Query
+from system1.providers.base import (Capabilities, EngineAnswer, HealthProbe, OneQuestionProvider, ProviderError,
+                                    Query)
 from system1.router.router import Router
 from system1.service.metrics import Metrics
 
@@ -145,6 +146,32 @@ async def test_where_the_fast_stage_is_unsure_the_local_judge_answers_the_privat
     report = plan.report()
     assert report["signals"]["private_by"] == "stage 2: mock" and report["signals"]["p_private"] == pytest.approx(judge_p)
     assert (plan.model == GEMMA) is local and (report["kept_local"] or {}).get("by") == by
+    await routed.aclose()
+
+
+class Down(Leaning):
+    """A judge whose engine fails every call."""
+
+    async def decide_one(self, state, query: Query, timeout_s: float) -> EngineAnswer:
+        self.asked.append(query.kind)
+        raise ProviderError("connection refused", provider=self.name)
+
+
+async def test_a_judge_that_gives_no_answer_keeps_the_prompt_here_and_the_report_names_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-test")
+    fast, judge = Leaning("systemone", 0.2), Down("mock", 0.0)
+    toml = '[gateway]\nprovider = "systemone"\ncascade = ["mock"]\n'
+    gateway = Gateway(config_in(tmp_path, toml), providers={"systemone": fast, "mock": judge})
+
+    @asynccontextmanager
+    async def borrow():
+        yield gateway
+
+    routed = Router(RouterSettings.model_validate(seed_table(private="local_only")), tmp_path / "router", Metrics(), borrow)
+    report = (await routed.plan("openai", body(), "alice")).report()
+    assert judge.asked == ["router-private"]
+    assert report["signals"]["private_by"] == "stage 1: systemone (mock error after it)"
+    assert report["model"] == GEMMA and report["kept_local"]["by"] == "decision"
     await routed.aclose()
 
 

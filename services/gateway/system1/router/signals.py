@@ -162,9 +162,20 @@ def signals_of(settings: RouterSettings, decisions: list[Decision]) -> tuple[Sig
         risk_p=level_probabilities(risk, RISK_LEVELS),
         private=private_by_decision(settings, p_private),
         p_private=p_private,
-        private_by=f"stage {private.stage or 1}: {private.provider}" if p_private is not None and private.provider else "",
+        private_by=private_source(private) if p_private is not None and private.provider else "",
     )
     return signals, ("; ".join(dict.fromkeys(failed)) or None)
+
+
+def private_source(decision: Decision) -> str:
+    """The stage and engine that answered the private question, and the later stages asked
+    that gave no answer (a judge that timed out leaves the fast stage's unsure answer, which
+    keeps the prompt here; the report should say why the judge did not decide)."""
+    source = f"stage {decision.stage or 1}: {decision.provider}"
+    answered = max((i for i, a in enumerate(decision.attempts) if a.provider == decision.provider), default=-1)
+    unanswered = [f"{a.provider} {a.outcome}" for a in decision.attempts[answered + 1:]
+                  if a.outcome in ("timeout", "error", "malformed")]
+    return f"{source} ({', '.join(unanswered)} after it)" if unanswered else source
 
 
 def provider_for(settings: RouterSettings, private: bool) -> str | None:
