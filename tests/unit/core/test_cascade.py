@@ -90,6 +90,23 @@ async def test_a_judge_slower_than_the_cascade_budget_is_cut_off_and_the_abstent
     assert [(a.provider, a.outcome) for a in decision.attempts] == [("systemone", "abstained"), ("mock", "timeout")]
 
 
+async def test_a_judge_cut_off_by_the_cascade_budget_again_and_again_keeps_its_circuit_closed(tmp_path):
+    fast, judge = Engine("systemone", p=0.55), Engine("mock", delay_s=30)
+    gateway = cascade(tmp_path, fast, judge, "cascade_budget_s = 0.1\n")
+    for _ in range(5):  # past the breaker's 3 consecutive failures
+        decision = await asyncio.wait_for(gateway.decide(CHOICE), 10)
+        assert decision.attempts[-1].provider == "mock" and decision.attempts[-1].outcome == "timeout"
+    assert len(judge.asked) == 5
+
+
+async def test_a_judge_that_fails_outright_again_and_again_is_skipped_once_its_circuit_opens(tmp_path):
+    fast, judge = Engine("systemone", p=0.55), Engine("mock", fail="connection refused")
+    gateway = cascade(tmp_path, fast, judge)
+    for _ in range(5):
+        decision = await gateway.decide(CHOICE)
+    assert len(judge.asked) == 3 and "circuit is open" in (decision.attempts[-1].detail or "")
+
+
 async def test_a_kind_that_skips_the_cascade_abstains_without_asking_the_judge(tmp_path):
     fast, judge = Engine("systemone", p=0.55), Engine("mock", p=0.9)
     gateway = cascade(tmp_path, fast, judge, 'cascade_skip_kinds = ["triage"]\n')

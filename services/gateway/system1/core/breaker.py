@@ -5,7 +5,10 @@ After `failures` consecutive timeouts or errors the circuit opens: the chain ski
 (straight to the fallback; the attempt says why) for `cooldown_s`. Then one request is let
 through as a probe: success closes the circuit, failure opens it for another cool-down.
 Abstentions, malformed answers and a full queue do not count: the engine answered, or never
-got the request.
+got the request. Nor does a timeout that the caller's budget cut shorter than the engine's own
+timeout (the cascade's budget, say): a judge slower than one caller can wait on a long prompt is
+not down, and opening its circuit would shut it out of every decision that follows. A hung engine
+behind a budget then costs each of those decisions at most that budget.
 """
 
 from __future__ import annotations

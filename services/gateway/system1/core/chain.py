@@ -110,7 +110,10 @@ class Chain:
             except BaseException:  # cancelled: no verdict on the engine
                 breaker.released()
                 raise
-            self._judge(name, breaker, outcome, hint)
+            # A timeout the caller's budget cut short says the engine is slower than this caller
+            # can wait (a judge on a long prompt), not that it is down: no verdict on the engine.
+            cut = outcome == "timeout" and timeout_s < self.timeout_s
+            self._judge(name, breaker, outcome, no_verdict=hint is not None or cut)
             if answers is not None and all(a.abstain for a in answers):
                 outcome, detail = "abstained", answers[0].rationale
             result.attempts.append(Attempt(provider=name, outcome=outcome, latency_ms=ms(time.perf_counter() - started),
@@ -124,9 +127,11 @@ class Chain:
             result.retry_after_s = min(hints)
         return result
 
-    def _judge(self, name: str, breaker: Breaker, outcome: AttemptOutcome, turned_away: int | None) -> None:
+    def _judge(self, name: str, breaker: Breaker, outcome: AttemptOutcome, no_verdict: bool) -> None:
+        """Count the outcome against the breaker; `no_verdict`: the engine was not shown failing
+        (the queue turned the request away, or the caller's budget cut the wait short)."""
         before = breaker.state
-        if turned_away is not None:
+        if no_verdict:
             breaker.released()
         elif outcome in ("timeout", "error"):
             breaker.failed()
