@@ -84,15 +84,23 @@ def main() -> None:
     for name, scores in p_yes.items():
         order = sorted(range(len(rows)), key=lambda i: scores[i])
         low_half = order[: len(rows) // 2]
+        lowest_private = min(s for s, p in zip(scores, private) if p)
+        ordinary = [s for s, p in zip(scores, private) if not p]
         results["figures"][name] = {"auroc": auroc(list(zip(scores, private))),
-                                    "private_in_low_half": sum(private[i] for i in low_half) / len(low_half)}
+                                    "private_in_low_half": sum(private[i] for i in low_half) / len(low_half),
+                                    # What "safe to send" could let leave with no private row leaving.
+                                    "ordinary_below_every_private": sum(s < lowest_private for s in ordinary)
+                                    / len(ordinary)}
     (HERE / "question.json").write_text(json.dumps({**results, "p_yes": p_yes}, indent=1) + "\n")
     lines = ["# The judge's private question, worded two ways", "",
              f"`bench/privacy/question.py`: {len(rows)} rows of calibration/privacy-seed.jsonl (half private), the judge's "
              "raw P(yes) for each wording. AUROC: how well it ranks private above ordinary; the private share of the "
-             "lowest-scored half: what a bar letting half the prompts leave would let out.", "",
-             "| wording | AUROC | private among the lowest-scored half |", "|---|---|---|"]
-    lines += [f"| {name}: {WORDINGS[name]} | {f['auroc']:.3f} | {f['private_in_low_half']:.0%} |"
+             "lowest-scored half: what a bar letting half the prompts leave would let out; ordinary rows below every "
+             "private one: what a bar letting no private row out would let leave.", "",
+             "| wording | AUROC | private among the lowest-scored half | ordinary below every private |",
+             "|---|---|---|---|"]
+    lines += [f"| {name}: {WORDINGS[name]} | {f['auroc']:.3f} | {f['private_in_low_half']:.0%} | "
+              f"{f['ordinary_below_every_private']:.0%} |"
               for name, f in results["figures"].items()]
     (HERE / "QUESTION.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

@@ -154,11 +154,11 @@ def summary(results: dict) -> dict:
     leaked = [a for a in private if not a["local_only"]]
     alarms = [a for a in ordinary if a["local_only"]]
     # Before the judge answered the router's questions, every decision was stage 1's.
-    cleared = [a for a in answers if a["decision_ms"] is not None and not a["findings"]
-               and not a.get("private_by", "").startswith("stage 2")]
     judged = [a for a in answers if a.get("private_by", "").startswith("stage 2")]
     # A later stage asked that gave no answer leaves the fast stage's (`signals.private_source`).
     unanswered = [a for a in answers if a.get("private_by", "").endswith("after it)")]
+    cleared = [a for a in answers if a["decision_ms"] is not None and not a["findings"]
+               and a not in judged and a not in unanswered]
 
     def p(values: list[float], q: float) -> float | None:
         return percentile(values, q) if values else None
