@@ -128,19 +128,25 @@ class Leaning(OneQuestionProvider):
         return Capabilities(max_options=None, model="leaning-model")
 
 
-@pytest.mark.parametrize("judge_p, local, by", [(0.01, False, None), (0.3, True, "decision")])
-async def test_where_the_fast_stage_is_unsure_the_local_judge_answers_the_private_question_first(
-        tmp_path, monkeypatch, judge_p, local, by):
+def unsure_fast_stage_then(judge: Leaning, tmp_path, monkeypatch) -> Router:
+    """A router under `local_only` whose fast stage gives P(private) = 0.2, with `judge` as the
+    cascade's second stage."""
     monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-test")
-    fast, judge = Leaning("systemone", 0.2), Leaning("mock", judge_p)
     toml = '[gateway]\nprovider = "systemone"\ncascade = ["mock"]\n'
-    gateway = Gateway(config_in(tmp_path, toml), providers={"systemone": fast, "mock": judge})
+    gateway = Gateway(config_in(tmp_path, toml), providers={"systemone": Leaning("systemone", 0.2), "mock": judge})
 
     @asynccontextmanager
     async def borrow():
         yield gateway
 
-    routed = Router(RouterSettings.model_validate(seed_table(private="local_only")), tmp_path / "router", Metrics(), borrow)
+    return Router(RouterSettings.model_validate(seed_table(private="local_only")), tmp_path / "router", Metrics(), borrow)
+
+
+@pytest.mark.parametrize("judge_p, local, by", [(0.01, False, None), (0.3, True, "decision")])
+async def test_where_the_fast_stage_is_unsure_the_local_judge_answers_the_private_question_first(
+        tmp_path, monkeypatch, judge_p, local, by):
+    judge = Leaning("mock", judge_p)
+    routed = unsure_fast_stage_then(judge, tmp_path, monkeypatch)
     plan = await routed.plan("openai", body(), "alice")
     assert judge.asked == ["router-private"]  # the other three questions stay with the fast stage
     report = plan.report()
@@ -158,16 +164,8 @@ class Down(Leaning):
 
 
 async def test_a_judge_that_gives_no_answer_keeps_the_prompt_here_and_the_report_names_it(tmp_path, monkeypatch):
-    monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-test")
-    fast, judge = Leaning("systemone", 0.2), Down("mock", 0.0)
-    toml = '[gateway]\nprovider = "systemone"\ncascade = ["mock"]\n'
-    gateway = Gateway(config_in(tmp_path, toml), providers={"systemone": fast, "mock": judge})
-
-    @asynccontextmanager
-    async def borrow():
-        yield gateway
-
-    routed = Router(RouterSettings.model_validate(seed_table(private="local_only")), tmp_path / "router", Metrics(), borrow)
+    judge = Down("mock", 0.0)
+    routed = unsure_fast_stage_then(judge, tmp_path, monkeypatch)
     report = (await routed.plan("openai", body(), "alice")).report()
     assert judge.asked == ["router-private"]
     assert report["signals"]["private_by"] == "stage 1: systemone (mock error after it)"
