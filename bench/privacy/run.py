@@ -154,11 +154,16 @@ def summary(results: dict) -> dict:
     leaked = [a for a in private if not a["local_only"]]
     alarms = [a for a in ordinary if a["local_only"]]
     # Before the judge answered the router's questions, every decision was stage 1's.
-    judged = [a for a in answers if a.get("private_by", "").startswith("stage 2")]
-    # A later stage asked that gave no answer leaves the fast stage's (`signals.private_source`).
-    unanswered = [a for a in answers if a.get("private_by", "").endswith("after it)")]
+    def by_judge(a: dict) -> bool:
+        return a.get("private_by", "").startswith("stage 2")
+
+    def judge_unanswered(a: dict) -> bool:  # the fast stage's answer stood (`signals.private_source`)
+        return a.get("private_by", "").endswith("after it)")
+
+    judged = [a for a in answers if by_judge(a)]
+    unanswered = [a for a in answers if judge_unanswered(a)]
     cleared = [a for a in answers if a["decision_ms"] is not None and not a["findings"]
-               and a not in judged and a not in unanswered]
+               and not by_judge(a) and not judge_unanswered(a)]
 
     def p(values: list[float], q: float) -> float | None:
         return percentile(values, q) if values else None
