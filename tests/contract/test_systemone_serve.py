@@ -24,7 +24,8 @@ TEAMS = ["billing: charges, refunds, payouts", "technical: bugs and outages", "s
 @pytest.fixture(scope="module")
 def endpoint():
     port = free_port()
-    args = [sys.executable, str(ROOT / "engines" / "systemone" / "serve.py"), "--port", str(port)]
+    # With the e5 embedder, as the stack's image starts it.
+    args = [sys.executable, str(ROOT / "engines" / "systemone" / "serve.py"), "--port", str(port), "--embedders", "e5"]
     with server(args, f"http://127.0.0.1:{port}/health", {"SYSTEM1_SYSTEMONE_API_KEY": KEY}):
         yield f"http://127.0.0.1:{port}"
 
@@ -51,6 +52,27 @@ async def test_a_decision_through_the_gateway_is_answered_by_minilm(endpoint, ke
     assert response.provider == "systemone" and response.attempts[0].outcome == "ok"
     assert response.rationale.startswith("systemone all-MiniLM-L6-v2:")
     assert health["status"] == "ok" and "minilm" in health["providers"][0]["detail"]
+
+
+async def test_the_private_question_is_decided_by_the_shipped_e5_head_through_the_served_embedder(
+        endpoint, keyed, tmp_path):
+    from system1.core.heads import Heads
+    from system1.router.signals import PRIVATE_QUESTION
+
+    [e5_head] = [h for h in Heads.load(None).candidates("router-private", "systemone", ["yes", "no"])
+                 if h.model == "multilingual-e5-small"]
+    toml = f'[gateway]\nprovider = "systemone"\nfallback = []\n[providers.systemone]\nendpoint = "{endpoint}"\n'
+    gateway = Gateway(config_in(tmp_path, toml))
+    prompts = {"yes": "Draft a note to payroll: Ines Duarte's salary drops to 41,200 from May after her demotion.",
+               "no": "Write a bash loop that renames every .jpeg file in a folder to .jpg."}
+    try:
+        decided = {label: await gateway.decide({"question": PRIVATE_QUESTION, "kind": "router-private",
+                                                "context": {"prompt": prompt}}) for label, prompt in prompts.items()}
+    finally:
+        await gateway.aclose()
+    for label, decision in decided.items():
+        assert decision.head == "router-private" and e5_head.describe() in decision.rationale, decision.rationale
+        assert decision.decision == label
 
 
 async def test_yes_no_goes_as_noul(endpoint, keyed):

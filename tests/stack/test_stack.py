@@ -198,6 +198,17 @@ def test_the_default_stack_judges_commands_no_training_row_holds_with_the_shippe
     assert "learned head" in body["rationale"]
 
 
+@pytest.mark.parametrize(("prompt", "private"), [
+    ("Tell payroll that Ines Duarte's salary drops to 41,200 from May after her demotion.", "yes"),
+    ("Write a bash loop that renames every .jpeg file in a folder to .jpg.", "no")])
+def test_the_stacks_private_question_is_decided_by_the_e5_head_the_engine_container_embeds_for(stack, http, prompt,
+                                                                                               private):
+    body = http.post("/v1/decide", json={"question": "Does the request contain secrets or personal or confidential data?",
+                                         "kind": "router-private", "context": {"prompt": prompt}}).json()
+    assert body["status"] == "decided" and body["decision"] == private
+    assert "learned head for kind 'router-private' on multilingual-e5-small" in body["rationale"]
+
+
 def in_gateway(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
     """A command a skill runs in the gateway's container, as the skill writes it."""
     command = ["docker", "exec", *(["-i"] if stdin is not None else []), "system1-gateway", "system1", *args]

@@ -8,11 +8,13 @@
   `{"results": [one reply per state], "total_usage"}`, answered in one batched pass.
 - Both take `"embed": true` from engines that embed (MiniLM): each answer then also carries the
   `embedding` of the text it judged, so one pass serves a learned head and the answer.
-- `POST /v1/embed`: `{"instructions"?, "type"?, "states": [...]}` → `{"model", "dim",
+- `POST /v1/embed`: `{"instructions"?, "type"?, "model"?, "states": [...]}` → `{"model", "dim",
   "embeddings"}`, the same vectors for each state without answering, for a question of `type`
-  (`choice` by default, `score` or `noul`; texts are states that are strings); 501 from engines without
-  embeddings.
-- `GET /health` names the engine, model and device; `GET /metrics` is Prometheus text.
+  (`choice` by default, `score` or `noul`; texts are states that are strings), from the
+  embedding model `model` names: the engine's own by default, or one of the server's
+  embedders (`--embedders`); 501 when the server has no embeddings at all.
+- `GET /health` names the engine, model and device, and the embedding models (`embedders`);
+  `GET /metrics` is Prometheus text.
 
 Protection, since any local process (and a web page, through DNS rebinding) can reach loopback:
 only allowed `Host` values, bodies that are JSON objects of at most 1 MB (no NaN, no lone
@@ -35,7 +37,9 @@ import math
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
+
+import numpy as np
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 from starlette.applications import Starlette
@@ -209,17 +213,21 @@ async def read_body(request: Request) -> dict[str, Any]:
     return read_json(body)
 
 
-def parse_embed(payload: dict[str, Any], max_work: int) -> tuple[str, str, list[Any]]:
-    """A `/v1/embed` body's instructions, question type and states."""
+def parse_embed(payload: dict[str, Any], max_work: int, models: Iterable[str]) -> tuple[str, str, str | None, list[Any]]:
+    """A `/v1/embed` body's instructions, question type, embedding model (one of `models`, or
+    None for the default) and states."""
     instructions = payload.get("instructions", "")
     if not isinstance(instructions, str):
         raise BadRequest(422, "instructions must be a string", "instructions")
     kind = payload.get("type", "choice")
     if kind not in ("choice", "score", "noul"):
         raise BadRequest(422, f"type must be 'choice', 'score' or 'noul', not {kind!r}", "type")
+    model = payload.get("model")
+    if model is not None and model not in models:
+        raise BadRequest(422, f"model {model!r} is not an embedding model here; these are: {', '.join(models)}", "model")
     states = states_of(payload)
     within_budget(sum(len(instructions) + len(state_text(s)) for s in states), max_work, "states")
-    return instructions, kind, states
+    return instructions, kind, model, states
 
 
 def usage(input_tokens: int) -> dict[str, int]:
@@ -273,11 +281,20 @@ class Metrics:
                                  "Passes stopped because the client left or its deadline passed.", registry=self.registry)
 
 
+class Embedder(Protocol):
+    model: str
+
+    def embed(self, instructions: str, states: list[Any], stop: Stop, kind: str) -> np.ndarray: ...
+
+
 class EngineServer:
     """One engine behind the contract: who may ask, one pass at a time, and what was answered."""
 
-    def __init__(self, engine: Engine, port: int, allowed_hosts: Iterable[str], api_key: str, max_work: int) -> None:
+    def __init__(self, engine: Engine, port: int, allowed_hosts: Iterable[str], api_key: str, max_work: int,
+                 embedders: Iterable[Embedder] = ()) -> None:
         self.engine, self.api_key, self.max_work = engine, api_key, max_work
+        #: Embedding models by id, the engine's own first (the default).
+        self.embedders: dict[str, Embedder] = {e.model: e for e in ([engine] if engine.embeds else []) + list(embedders)}
         self.allowed = host_values(port, allowed_hosts)
         self.slot = asyncio.Lock()  # one pass at a time: the gateway's lane queues and batches in front
         self.metrics = Metrics()
@@ -309,7 +326,7 @@ class EngineServer:
         engine = self.engine
         return JSONResponse({"status": "ok", "engine": engine.name, "model": engine.model, "device": engine.device,
                              "max_options": min(MAX_OPTIONS, engine.max_options), "batch": True,
-                             "embeds": engine.embeds})
+                             "embeds": engine.embeds, "embedders": list(self.embedders)})
 
     async def decide(self, request: Request) -> Response:
         replies, _ = await self.replies(request, single_state)
@@ -320,13 +337,13 @@ class EngineServer:
         return JSONResponse({"results": replies, "total_usage": usage(tokens)})
 
     async def embed(self, request: Request) -> Response:
-        engine = self.engine
-        if not engine.embeds:  # before the body is read: no body makes this engine embed
-            return error(501, f"the {engine.name} engine has no embeddings", None)
-        instructions, kind, states = parse_embed(await read_body(request), self.max_work)
+        if not self.embedders:  # before the body is read: no body makes this server embed
+            return error(501, f"the {self.engine.name} engine has no embeddings", None)
+        instructions, kind, model, states = parse_embed(await read_body(request), self.max_work, self.embedders)
+        embedder = self.embedders[model] if model else next(iter(self.embedders.values()))
         with self.engine_failures():
-            vectors = await self.run(request, len(states), lambda stop: engine.embed(instructions, states, stop, kind))
-            return JSONResponse({"model": engine.model, "dim": int(vectors.shape[1]),
+            vectors = await self.run(request, len(states), lambda stop: embedder.embed(instructions, states, stop, kind))
+            return JSONResponse({"model": embedder.model, "dim": int(vectors.shape[1]),
                                  "embeddings": [rounded(v) for v in vectors]})
 
     async def metrics_text(self, request: Request) -> Response:
@@ -388,8 +405,8 @@ class EngineServer:
 
 
 def create_app(engine: Engine, port: int, allowed_hosts: Iterable[str] = (), api_key: str = "",
-               max_work: int = DEFAULT_MAX_WORK) -> Starlette:
-    server = EngineServer(engine, port, allowed_hosts, api_key, max_work)
+               max_work: int = DEFAULT_MAX_WORK, embedders: Iterable[Embedder] = ()) -> Starlette:
+    server = EngineServer(engine, port, allowed_hosts, api_key, max_work, embedders)
     return Starlette(
         routes=[
             Route("/v1/systemone", server.guarded("decide", server.decide), methods=["POST"]),

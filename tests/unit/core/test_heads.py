@@ -32,19 +32,27 @@ class Embedding(OneQuestionProvider):
 
     name = "embedding"
 
-    def __init__(self, model: str = "emb-1", down: bool = False) -> None:
+    def __init__(self, model: str = "emb-1", down: bool = False, others: tuple[str, ...] = ()) -> None:
         super().__init__(OneQuestionProvider.Options())
-        self.model, self.down = model, down
+        self.model, self.down, self.others = model, down, others
         self.embedded: list[object] = []
+        self.asked_models: list[str | None] = []
 
     async def decide_one(self, state, query: Query, timeout_s: float) -> EngineAnswer:
         return EngineAnswer("no", 0.6, {"yes": 0.4, "no": 0.6}, "engine says no", self.model)
 
-    async def embed(self, state, query: Query, timeout_s: float) -> tuple[str, list[float]]:
+    async def embed(self, state, query: Query, timeout_s: float, model: str | None = None) -> tuple[str, list[float]]:
+        """Its own model's vector, or (`others`) another model's, which reads `rm` on the second axis."""
         self.embedded.append(state)
+        self.asked_models.append(model)
         if self.down:
             raise ProviderError("connection refused", provider=self.name)
-        return self.model, [1.0, 0.0] if "rm" in json.dumps(state) else [-1.0, 0.0]
+        if model not in (None, self.model, *self.others):
+            raise ProviderError(f"model {model!r} is not an embedding model here", provider=self.name)
+        rm = "rm" in json.dumps(state)
+        if model in self.others:
+            return model, [0.0, 1.0] if rm else [0.0, -1.0]
+        return self.model, [1.0, 0.0] if rm else [-1.0, 0.0]
 
     async def health(self, timeout_s: float) -> HealthProbe:
         return HealthProbe(True, "embedding")
@@ -53,11 +61,13 @@ class Embedding(OneQuestionProvider):
         return Capabilities(max_options=None, model=self.model)
 
 
-def with_heads(tmp_path, engine: Embedding, *heads: Head) -> Gateway:
+def with_heads(tmp_path, engine: Embedding, *heads: Head, models: dict[str, str] | None = None) -> Gateway:
     config = config_in(tmp_path, '[gateway]\nprovider = "mock"\nmin_confidence = 0.6\n')
     config.settings.gateway.provider = engine.name
     config.settings.gateway.fallback = []
     config.settings.learning.embedder = engine.name
+    if models is not None:
+        config.settings.learning.models = models
     return Gateway(config, providers={engine.name: engine}, heads=Heads(list(heads)))
 
 
@@ -100,6 +110,26 @@ async def test_a_head_for_another_embedder_model_is_ignored(tmp_path):
     g = with_heads(tmp_path, Embedding(model="emb-2"), DESTRUCTIVE)
     decision = await g.decide({"question": QUESTION, "context": {"command": "rm -rf /"}})
     assert decision.calibration != "head" and decision.decision == "no" and decision.head is None
+
+
+async def test_a_kind_tied_to_an_embedding_model_reads_that_models_vector_and_only_its_head(tmp_path):
+    engine = Embedding(others=("emb-e5",))
+    # The e5 head reads the second axis; the engine's own head (the first axis) is passed over.
+    e5_head = DESTRUCTIVE.model_copy(update={"model": "emb-e5", "weights": [[0.0, 4.0], [0.0, -4.0]]})
+    own_head = DESTRUCTIVE.model_copy(update={"weights": [[-4.0, 0.0], [4.0, 0.0]]})
+    g = with_heads(tmp_path, engine, own_head, e5_head, models={KIND: "emb-e5"})
+    decision = await g.decide({"question": QUESTION, "context": {"command": "rm -rf /"}})
+    assert decision.calibration == "head" and decision.decision == "yes" and engine.asked_models == ["emb-e5"]
+    assert "learned head for kind" in decision.rationale and "on emb-e5" in decision.rationale
+    assert (await g.decide({"question": QUESTION, "context": {"command": "ls"}})).decision == "no"
+
+
+async def test_a_kind_tied_to_a_model_the_embedder_lacks_keeps_the_engines_answer(tmp_path):
+    engine = Embedding()
+    g = with_heads(tmp_path, engine, DESTRUCTIVE, DESTRUCTIVE.model_copy(update={"model": "emb-e5"}),
+                   models={KIND: "emb-e5"})
+    decision = await g.decide({"question": QUESTION, "context": {"command": "rm -rf /"}})
+    assert decision.calibration != "head" and decision.decision == "no" and engine.asked_models == ["emb-e5"]
 
 
 async def test_a_head_whose_options_differ_is_ignored(tmp_path):
@@ -186,11 +216,12 @@ async def test_the_routers_four_kinds_can_be_served_by_learned_heads(tmp_path):
             return EngineAnswer(query.choices[-1], 0.6, {o: 0.6 if o == query.choices[-1] else rest for o in query.choices},
                                 "engine", self.model)
 
-    private = Head(kind="router-private", embedder="embedding", model="emb-1", options=["yes", "no"],
-                   weights=[[4.0, 0.0], [-4.0, 0.0]], bias=[0.0, 0.0], temperature=1.0,
+    # The private question's head reads e5's vector, as the default [learning] models says.
+    private = Head(kind="router-private", embedder="embedding", model="multilingual-e5-small", options=["yes", "no"],
+                   weights=[[0.0, 4.0], [0.0, -4.0]], bias=[0.0, 0.0], temperature=1.0,
                    n=120, accuracy=0.9, engine_accuracy=0.5)
     settings = RouterSettings(enabled=True)
-    with_head = with_heads(tmp_path, LastOption(), private)
+    with_head = with_heads(tmp_path, LastOption(others=("multilingual-e5-small",)), private)
     (tmp_path / "plain").mkdir()
     without = with_heads(tmp_path / "plain", LastOption())
     try:

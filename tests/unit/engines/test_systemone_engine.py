@@ -13,7 +13,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parents[3] / "engines" / "systemone"))
 
 from systemone_engine.app import create_app  # noqa: E402
-from systemone_engine.backends import MiniLM, jev_confidence  # noqa: E402
+from systemone_engine.backends import E5, MiniLM, jev_confidence  # noqa: E402
 
 pytestmark = pytest.mark.anyio
 PORT = 8790
@@ -27,8 +27,13 @@ def minilm() -> MiniLM:
     return MiniLM()
 
 
-def client_for(engine, api_key: str = "", hosts=()) -> httpx.AsyncClient:
-    app = create_app(engine, PORT, hosts, api_key)
+@pytest.fixture(scope="module")
+def e5() -> E5:
+    return E5(threads=1)
+
+
+def client_for(engine, api_key: str = "", hosts=(), embedders=()) -> httpx.AsyncClient:
+    app = create_app(engine, PORT, hosts, api_key, embedders=embedders)
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url=f"http://127.0.0.1:{PORT}")
 
 
@@ -147,7 +152,8 @@ async def test_health_names_engine_model_and_device(minilm):
     async with client_for(minilm) as client:
         health = (await client.get("/health")).json()
     assert health == {"status": "ok", "engine": "minilm", "model": "all-MiniLM-L6-v2", "device": "cpu",
-                      "max_options": 256, "batch": True, "embeds": True}
+                      "max_options": 256, "batch": True, "embeds": True,
+                      "embedders": ["all-MiniLM-L6-v2"]}
 
 
 @pytest.mark.parametrize(
@@ -359,6 +365,27 @@ async def test_an_engine_without_embeddings_says_so(minilm):
         asked = await client.post("/v1/systemone", json={"state": "a", "embed": True, "questions": {"team": TEAM}})
     assert embed.status_code == 501 and "no embeddings" in embed.json()["error"]["message"]
     assert asked.status_code == 422 and asked.json()["error"]["field"] == "embed"
+
+
+async def test_embed_names_an_embedder_by_its_model_and_the_engines_own_stays_the_default(minilm, e5):
+    state = {"prompt": "Kasia is on sick leave for depression; move her reviews to Tomek."}
+    async with client_for(minilm, embedders=[e5]) as client:
+        own = (await client.post("/v1/embed", json={"type": "noul", "states": [state]})).json()
+        other = (await client.post("/v1/embed", json={"type": "noul", "model": "multilingual-e5-small",
+                                                      "states": [state]})).json()
+        health = (await client.get("/health")).json()
+    assert own["model"] == "all-MiniLM-L6-v2" and other["model"] == "multilingual-e5-small" and other["dim"] == 384
+    # e5's own vector of the judged text (an e5 query), not MiniLM's under another name.
+    assert np.allclose(other["embeddings"][0], e5.encoder.query("prompt: " + state["prompt"]), atol=1e-5)
+    assert not np.allclose(own["embeddings"][0], other["embeddings"][0], atol=0.1)
+    assert health["embedders"] == ["all-MiniLM-L6-v2", "multilingual-e5-small"]
+
+
+async def test_embed_by_a_model_the_server_lacks_is_refused_naming_the_models_it_has(minilm):
+    async with client_for(minilm) as client:
+        reply = await client.post("/v1/embed", json={"model": "multilingual-e5-small", "states": ["a"]})
+    assert reply.status_code == 422 and reply.json()["error"]["field"] == "model"
+    assert "all-MiniLM-L6-v2" in reply.json()["error"]["message"]
 
 
 async def test_the_gateways_adapter_embeds_what_the_engine_judges(minilm):

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from system1.cli import EXIT_OK, EXIT_START, main
+from system1.cli import EXIT_DECISION, EXIT_OK, EXIT_START, main
 from system1.client import headers
 from system1.core.heads import kind_of
 from system1.providers.mock import MockProvider
@@ -22,9 +22,9 @@ COMMANDS = {"yes": ["rm -rf build", "git push --force", "dropdb prod", "rm -r ~/
 @pytest.fixture(autouse=True)
 def embedding_mock(monkeypatch):
     """The mock engine (always its first option) with an embedding that knows destructive words."""
-    async def embed(self, state, query, timeout_s):
+    async def embed(self, state, query, timeout_s, model=None):
         text = json.dumps(state)
-        return "mock-embedder", [1.0 if any(w in text for w in ("rm", "force", "drop", "reset")) else -1.0, 0.5]
+        return model or "mock-embedder", [1.0 if any(w in text for w in ("rm", "force", "drop", "reset")) else -1.0, 0.5]
 
     monkeypatch.setattr(MockProvider, "embed", embed, raising=False)
 
@@ -77,8 +77,33 @@ def test_learn_write_saves_a_head_that_beats_the_engine_and_the_service_then_dec
 
 
 @pytest.mark.needs_sklearn
+def test_a_kind_tied_to_another_embedding_model_is_fitted_on_its_vectors_and_reported_apart(
+        tmp_path, labelled, monkeypatch, capsys):
+    kind = kind_of(QUESTION, ["yes", "no"], yes_no=True)
+    transport, _ = app_transport(tmp_path, CONFIG + f'[learning.models]\n"{kind}" = "mock-e5"\n')
+    report = tmp_path / "heads.md"
+    assert learn(transport, tmp_path, monkeypatch, str(labelled), "--folds", "4", "--write", "--report", str(report)) \
+        == EXIT_OK
+    [head] = json.loads((tmp_path / "state" / "heads.json").read_text())["heads"]
+    assert head["model"] == "mock-e5"
+    assert "# Learned heads: embedder mock mock-e5" in report.read_text()
+    safe = call(transport, "POST", "/v1/decide", {"question": QUESTION, "context": {"command": "ls -la /tmp"}}).json()
+    assert safe["decision"] == "no" and "learned head" in safe["rationale"]
+
+
+@pytest.mark.needs_sklearn
+def test_kind_fits_only_the_rows_of_the_kinds_it_names(tmp_path, labelled, monkeypatch, capsys):
+    transport, _ = app_transport(tmp_path, CONFIG)
+    assert learn(transport, tmp_path, monkeypatch, str(labelled), "--kind", "router-private") == EXIT_DECISION
+    assert "no labelled rows of kind router-private" in capsys.readouterr().err
+    kind = kind_of(QUESTION, ["yes", "no"], yes_no=True)
+    assert learn(transport, tmp_path, monkeypatch, str(labelled), "--folds", "4", "--kind", kind) == EXIT_OK
+    assert f"rows of kind {kind} only" in capsys.readouterr().out
+
+
+@pytest.mark.needs_sklearn
 def test_without_write_nothing_is_written_and_a_losing_head_is_reported_off(tmp_path, monkeypatch, capsys):
-    async def useless(self, state, query, timeout_s):
+    async def useless(self, state, query, timeout_s, model=None):
         return "mock-embedder", [0.0, 0.0]
 
     monkeypatch.setattr(MockProvider, "embed", useless, raising=False)

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 def run(args: argparse.Namespace) -> int:
     from ..core.config import load_config
-    from ..core.heads import LOCAL_HEADS_NAME, SHIPPED_HEADS
+    from ..core.heads import LOCAL_HEADS_NAME, SHIPPED_HEADS, kind_of
     from ..offline import calibrate as labelled
     from ..offline import distil
     from ..offline import learn as tool
@@ -44,8 +44,11 @@ def run(args: argparse.Namespace) -> int:
     async def work(service: ServiceClient) -> int:
         if not await gather(service, args, rows, pool):
             return EXIT_START
+        if args.kind:
+            rows[:] = [r for r in rows if kind_of(r.question, r.choices, r.kind, r.options is None) in args.kind]
         if not rows:
-            print("system1 learn: no labelled rows", file=sys.stderr)
+            print("system1 learn: no labelled rows" + (f" of kind {', '.join(args.kind)}" if args.kind else ""),
+                  file=sys.stderr)
             return EXIT_DECISION
         threshold = args.threshold if args.threshold is not None else (await service.capabilities())["min_confidence"]
         examples, problems = await tool.ask_all(service, rows, progress)
@@ -63,18 +66,21 @@ def run(args: argparse.Namespace) -> int:
             examples += extra
             problems += [f"teacher {p}" for p in more_problems + taught.problems]
         results = tool.learn_all(examples, args.folds, threshold, progress, args.repeats)
-        text = tool.render(results, examples[0], learn_sources(args), problems, threshold, args.folds, args.repeats,
-                           taught)
-        print(json.dumps([r.as_dict() for r in results], indent=2) if args.json else text)
+        # One report per embedding model (`[learning] models` may tie kinds to another one).
+        reports = [(first, part, tool.render(part, first, learn_sources(args), problems, threshold, args.folds,
+                                             args.repeats, taught))
+                   for first, part in tool.by_model(examples, results)]
+        print(json.dumps([r.as_dict() for r in results], indent=2) if args.json
+              else "\n".join(text for _, _, text in reports))
         heads = [r.fitted for r in results if r.fitted is not None]
-        report_path = Path(args.report) if args.report else None
         if args.ship:
             assert labelled.REPORTS is not None  # `labelled_rows` refused --ship without a clone
-            report_path = labelled.REPORTS / f"heads-{examples[0].embedder}-{examples[0].model}.md"
             tool.merge(SHIPPED_HEADS, heads)
             print(f"shipped heads written to {SHIPPED_HEADS}", file=sys.stderr)
-        if report_path is not None:
-            write_report(report_path, text, results)
+            for first, part, text in reports:
+                write_report(labelled.REPORTS / f"heads-{first.embedder}-{first.model}.md", text, part)
+        elif args.report:
+            write_report(Path(args.report), "\n".join(text for _, _, text in reports), results)
         if not args.write:
             return EXIT_OK
         local = load_config().learned_dir / LOCAL_HEADS_NAME
@@ -141,9 +147,10 @@ def pool_rows(args: argparse.Namespace) -> list | None:
 
 def learn_sources(args: argparse.Namespace) -> list[str]:
     """Where the rows came from, the teacher's pools included, for the report."""
-    return sources(args, *(["the label store"] if args.from_store else []),
-                   *(["the examples of [router.topics]"] if args.router_topics else []), *(args.pool if args.teacher else []),
-                   *(["the label store's unlabelled decisions"] if args.pool_from_store else []))
+    found = sources(args, *(["the label store"] if args.from_store else []),
+                    *(["the examples of [router.topics]"] if args.router_topics else []), *(args.pool if args.teacher else []),
+                    *(["the label store's unlabelled decisions"] if args.pool_from_store else []))
+    return found + [f"rows of kind {', '.join(args.kind)} only"] if args.kind else found
 
 
 def write_report(path: Path, text: str, results: list) -> None:

@@ -74,6 +74,11 @@ class LearningSettings(_Section):
 
     enabled: bool = True
     embedder: str = "systemone"
+    #: The embedding model a kind's heads read, by kind, asked of the embedder by name
+    #: (`POST /v1/embed` with `model`); every other kind reads the embedder's own vector, the
+    #: one that comes with its answer. The router's private question reads multilingual-e5-small
+    #: (serve.py `--embedders e5`): its head ranks unseen prompts better (bench/privacy/STAGE1.md).
+    models: dict[str, str] = Field(default_factory=lambda: {"router-private": "multilingual-e5-small"})
     #: Remember decisions so they can be labelled (`POST /v1/feedback`): every kind, or these kinds.
     collect: bool = False
     collect_kinds: list[str] = Field(default_factory=list)

@@ -74,7 +74,7 @@ class Gateway:
         learning = config.settings.learning
         self.learned = LearnedHeads(heads or Heads.load(config.learned_dir / LOCAL_HEADS_NAME),
                                     self.providers.get(learning.embedder) if learning.enabled else None,
-                                    gateway.timeout_s)
+                                    gateway.timeout_s, learning.models)
         self.stages = Stages(self.providers, self.chain, self.learned, self.calibration, gateway)
         collecting = learning.collect or bool(learning.collect_kinds)
         self.feedback = Feedback(learning, LabelStore(config.install_dir / STORE_NAME, learning.store_max_decisions)

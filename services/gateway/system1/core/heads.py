@@ -92,7 +92,7 @@ class Head(BaseModel):
                  f"held-out accuracy {extra['accuracy']:.0%}" if "accuracy" in extra else "",
                  f"engine {extra['engine_accuracy']:.0%}" if "engine_accuracy" in extra else ""]
         shown = ", ".join(f for f in facts if f)
-        return f"the learned head for kind {self.kind!r}" + (f" ({shown})" if shown else "")
+        return f"the learned head for kind {self.kind!r} on {self.model}" + (f" ({shown})" if shown else "")
 
 
 class HeadsFile(VersionedFile):

@@ -3,13 +3,15 @@ their probabilities in place of the engine's.
 
 A head answers only where the embedding comes with the engine's answer (the embedder
 answered) or the embedder gives it in time, for the head's own model; otherwise the engine's
-answer stands, never worse than without a head.
+answer stands, never worse than without a head. A kind that `[learning] models` ties to an
+embedding model reads only heads for that model, its vector asked of the embedder by name.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from ..providers.base import EngineAnswer, EngineError, Provider, Query
@@ -27,20 +29,26 @@ class EmbedderUnavailable(Exception):
 
 
 class LearnedHeads:
-    def __init__(self, heads: Heads, embedder: Provider | None, timeout_s: float) -> None:
+    def __init__(self, heads: Heads, embedder: Provider | None, timeout_s: float,
+                 models: Mapping[str, str] | None = None) -> None:
         self.heads = heads
         self.embedder = embedder
         self.timeout_s = timeout_s
+        #: The embedding model by kind, for kinds that do not read the embedder's own vector.
+        self.models = dict(models or {})
         #: Why the embedder last failed, until it answers again (for health).
         self.error: str | None = None
         self._warned = Repeated(logger)
 
     def candidates(self, query: Query) -> list[Head]:
-        """The heads for the query's kind, for the embedder's models."""
+        """The heads for the query's kind, for the embedder's models (the kind's own model, where
+        it has one)."""
         if self.embedder is None:
             return []
-        return self.heads.candidates(kind_of(query.question, query.choices, query.kind, query.yes_no),
-                                     self.embedder.name, query.choices)
+        kind = kind_of(query.question, query.choices, query.kind, query.yes_no)
+        heads = self.heads.candidates(kind, self.embedder.name, query.choices)
+        model = self.models.get(kind)
+        return [h for h in heads if h.model == model] if model else heads
 
     def answers_with(self, names: list[str]) -> bool:
         """Whether the embedder is among `names` (then its answers can carry the embedding)."""
@@ -53,17 +61,18 @@ class LearnedHeads:
         if self.embedder is None:
             raise EmbedderUnavailable("learning is off or [learning] embedder is not configured")
         query = Query(request.question, request.choices, request.options is None, request.kind)
-        model, vector = await self._embed(request.context, query, self.timeout_s)
-        return {"embedder": self.embedder.name, "model": model, "embedding": vector,
-                "kind": kind_of(query.question, query.choices, query.kind, query.yes_no)}
+        kind = kind_of(query.question, query.choices, query.kind, query.yes_no)
+        model, vector = await self._embed(request.context, query, self.timeout_s, self.models.get(kind))
+        return {"embedder": self.embedder.name, "model": model, "embedding": vector, "kind": kind}
 
-    async def _embed(self, state: Any, query: Query, timeout_s: float) -> tuple[str, list[float]]:
-        """The embedder's model and vector, bounded by `timeout_s`; any failure (an adapter bug
-        included, as in the chain) is `EmbedderUnavailable` naming it."""
+    async def _embed(self, state: Any, query: Query, timeout_s: float, model: str | None) -> tuple[str, list[float]]:
+        """The embedder's model and vector (by embedding model `model`, None for its own),
+        bounded by `timeout_s`; any failure (an adapter bug included, as in the chain) is
+        `EmbedderUnavailable` naming it."""
         embedder = self.embedder
         assert embedder is not None
         try:
-            return await asyncio.wait_for(embedder.embed(state, query, timeout_s), timeout_s)
+            return await asyncio.wait_for(embedder.embed(state, query, timeout_s, model), timeout_s)
         except TimeoutError:
             raise EmbedderUnavailable(f"the embedder {embedder.name} did not answer within {timeout_s:g} s") from None
         except EngineError as exc:
@@ -85,13 +94,14 @@ class LearnedHeads:
         for index, (query, reply, heads) in enumerate(zip(queries, replies, candidates)):
             if not heads or reply.abstain:
                 continue
-            if name == self.embedder.name and reply.embedding is not None:
+            wanted = self.models.get(heads[0].kind)
+            if name == self.embedder.name and reply.embedding is not None and wanted in (None, reply.model):
                 model, vector = reply.model, reply.embedding
             elif timeout_s <= 0:
                 continue
             else:
                 try:
-                    model, vector = await self._embed(state, query, timeout_s)
+                    model, vector = await self._embed(state, query, timeout_s, wanted)
                 except EmbedderUnavailable as exc:
                     self.error = str(exc)
                     self._warned.warning("the engine's answer stands: %s", exc)

@@ -51,6 +51,19 @@ def learn_all(examples: list[Example], folds: int, threshold: float, progress: b
     return learn(examples, folds, threshold, (lambda d, t: progress_bar(d, t, "fitting")) if progress else None, repeats)
 
 
+def by_model(examples: Sequence[Example], results: Sequence[KindResult]) -> list[tuple[Example, list[KindResult]]]:
+    """The results grouped by the embedding model their kind's rows were embedded with, each
+    group with its first example, in the order the models first appear."""
+    firsts: dict[tuple[str, str], Example] = {}
+    model_of: dict[str, tuple[str, str]] = {}
+    for example in examples:
+        key = (example.embedder, example.model)
+        firsts.setdefault(key, example)
+        model_of.setdefault(example.kind, key)
+    return [(first, [r for r in results if model_of.get(r.kind) == key]) for key, first in firsts.items()
+            if any(model_of.get(r.kind) == key for r in results)]
+
+
 def _pct(value: float | None) -> str:
     return "-" if value is None else f"{value:.0%}"
 

@@ -233,9 +233,10 @@ class Provider(abc.ABC):
         """The same questions about several texts, in one pass where `capabilities().batch`."""
         raise ProviderError(f"{self.name} has no batch endpoint", provider=self.name)
 
-    async def embed(self, state: Any, query: Query, timeout_s: float) -> tuple[str, list[float]]:
+    async def embed(self, state: Any, query: Query, timeout_s: float, model: str | None = None) -> tuple[str, list[float]]:
         """The model id and the embedding of the text this engine judges for `query` about
-        `state`, for learned heads; engines without embeddings raise `ProviderError`."""
+        `state`, by embedding model `model` (None: the engine's own), for learned heads; engines
+        without embeddings raise `ProviderError`."""
         raise ProviderError(f"{self.name} has no embeddings", provider=self.name)
 
     @abc.abstractmethod

@@ -55,10 +55,12 @@ class SystemOneProvider(JevProvider):
         vector = answer.get("embedding") if query.embed and isinstance(answer, dict) else None
         return replace(read, embedding=finite_vector(vector)) if vector is not None else read
 
-    async def embed(self, state: Any, query: Query, timeout_s: float) -> tuple[str, list[float]]:
-        """`POST /v1/embed` (serve.py): the vector of the text the engine judges for `query`."""
+    async def embed(self, state: Any, query: Query, timeout_s: float, model: str | None = None) -> tuple[str, list[float]]:
+        """`POST /v1/embed` (serve.py): the vector of the text the engine judges for `query`,
+        by the server's embedding model `model` (None: the engine's own)."""
         # The question's type too: the engine may judge another text for a yes/no question.
-        body = {"instructions": query.question, "type": self.question(query)["type"], "states": [state_of(state, [query])]}
+        body = {"instructions": query.question, "type": self.question(query)["type"], "states": [state_of(state, [query])],
+                **({"model": model} if model else {})}
         reply = await self.engine.request("POST", "/v1/embed", timeout_s, body, self.headers(timeout_s))
         vectors = reply.get("embeddings") if isinstance(reply, dict) else None
         vector = finite_vector(vectors[0]) if isinstance(vectors, list) and len(vectors) == 1 else None
