@@ -27,6 +27,7 @@ sys.path[:0] = [str(HERE.parent), str(ROOT / "services" / "gateway")]
 
 from benchlib import free_port  # noqa: E402
 from local_engines import serve  # noqa: E402
+from system1.offline.fitting import auroc  # noqa: E402
 from system1.providers.base import Query  # noqa: E402
 from system1.providers.llama import LlamaOptions, LlamaProvider  # noqa: E402
 from system1.router.signals import PRIVATE_QUESTION  # noqa: E402
@@ -49,13 +50,6 @@ def sample(per_class: int) -> list[dict]:
         same = [r for r in rows if r["label"] == label]
         picked += random.Random(0).sample(same, min(per_class, len(same)))
     return picked
-
-
-def auroc(scores: list[tuple[float, bool]]) -> float:
-    positives = [s for s, p in scores if p]
-    negatives = [s for s, p in scores if not p]
-    wins = sum((p > n) + 0.5 * (p == n) for p in positives for n in negatives)
-    return wins / (len(positives) * len(negatives))
 
 
 async def ask(url: str, rows: list[dict]) -> dict[str, list[float]]:
@@ -86,7 +80,7 @@ def main() -> None:
         low_half = order[: len(rows) // 2]
         lowest_private = min(s for s, p in zip(scores, private) if p)
         ordinary = [s for s, p in zip(scores, private) if not p]
-        results["figures"][name] = {"auroc": auroc(list(zip(scores, private))),
+        results["figures"][name] = {"auroc": auroc(scores, private),
                                     "private_in_low_half": sum(private[i] for i in low_half) / len(low_half),
                                     # What "safe to send" could let leave with no private row leaving.
                                     "ordinary_below_every_private": sum(s < lowest_private for s in ordinary)
