@@ -22,10 +22,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
 from pathlib import Path
-
-import numpy as np
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -42,14 +39,11 @@ BAR = 0.05  # [router] max_leave_probability as shipped
 BLIND = ("blind.jsonl", "blind2.jsonl")
 
 
-def embedders() -> dict[str, tuple[Head, Callable[[list[dict]], np.ndarray]]]:
-    """Per embedding model: its shipped head and its vectors of yes/no states, as serve.py's
-    `/v1/embed` gives them."""
+def embedders() -> dict[str, tuple[Head, MiniLM | E5]]:
+    """Per embedding model: its shipped head and the embedder serve.py's `/v1/embed` uses."""
     heads = {h.model: h for h in Heads.load(None).candidates(KIND, "systemone", ["yes", "no"])}
     minilm, e5 = MiniLM(), E5()
-    return {"MiniLM": (heads[minilm.model], lambda states: np.concatenate(
-                [minilm.embed("", states[i:i + 32], kind="noul") for i in range(0, len(states), 32)])),
-            "e5": (heads[e5.model], lambda states: e5.embed("", states, kind="noul"))}
+    return {"MiniLM": (heads[minilm.model], minilm), "e5": (heads[e5.model], e5)}
 
 
 def figures(p_private: list[float], private: list[bool]) -> dict:
@@ -69,13 +63,13 @@ def main() -> None:
              for name in BLIND}
     chars = DecisionSettings().chars  # the judged text as the router cuts it
     out: dict = {"bar": BAR, "embedders": {}}
-    for name, (head, encode) in embedders().items():
+    for name, (head, embedder) in embedders().items():
         extra = head.model_extra or {}
         entry = {"model": head.model, "seed_rows": extra.get("n"), "seed_held_out_accuracy": extra.get("accuracy"),
                  "blind": {}}
         for set_name, prompts in blind.items():
             states = [decision_state(p["prompt"], chars) for p in prompts]
-            p_private = [head.probabilities([float(x) for x in v])["yes"] for v in encode(states)]
+            p_private = [head.probabilities([float(x) for x in v])["yes"] for v in embedder.embed("", states, kind="noul")]
             entry["blind"][set_name] = {**figures(p_private, [p["private"] for p in prompts]),
                                         "p_private": dict(zip((p["id"] for p in prompts), p_private))}
         out["embedders"][name] = entry

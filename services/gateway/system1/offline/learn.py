@@ -53,15 +53,17 @@ def learn_all(examples: list[Example], folds: int, threshold: float, progress: b
 
 def by_model(examples: Sequence[Example], results: Sequence[KindResult]) -> list[tuple[Example, list[KindResult]]]:
     """The results grouped by the embedding model their kind's rows were embedded with, each
-    group with its first example, in the order the models first appear."""
+    group with the first example of that model."""
     firsts: dict[tuple[str, str], Example] = {}
     model_of: dict[str, tuple[str, str]] = {}
     for example in examples:
         key = (example.embedder, example.model)
         firsts.setdefault(key, example)
         model_of.setdefault(example.kind, key)
-    return [(first, [r for r in results if model_of.get(r.kind) == key]) for key, first in firsts.items()
-            if any(model_of.get(r.kind) == key for r in results)]
+    groups: dict[tuple[str, str], list[KindResult]] = {}
+    for result in results:
+        groups.setdefault(model_of[result.kind], []).append(result)
+    return [(firsts[key], part) for key, part in groups.items()]
 
 
 def _pct(value: float | None) -> str:
