@@ -53,8 +53,9 @@ def tiny(script: str, venv: str, out: Path, *args: str) -> Path:
 
 def minilm(stack: ExitStack, work: Path) -> tuple[str, int]:
     port = free_port()
+    # With the e5 embedder, as the stack's image runs it: the router-private head reads e5.
     pid = serve(stack, [sys.executable, str(ROOT / "engines" / "systemone" / "serve.py"), "--port", str(port)],
-                f"http://127.0.0.1:{port}/health", {"SYSTEMONE_THREADS": "2"})
+                f"http://127.0.0.1:{port}/health", {"SYSTEMONE_THREADS": "2", "SYSTEMONE_EMBEDDERS": "e5"})
     return f'[providers.systemone]\nendpoint = "http://127.0.0.1:{port}"\nmax_options = 256\nbatch = true\n', pid
 
 
