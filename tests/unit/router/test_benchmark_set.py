@@ -21,6 +21,7 @@ from .catalogues import seed_catalogue
 
 BENCH = Path(__file__).resolve().parents[3] / "bench" / "router"
 ROWS = [json.loads(line) for line in (BENCH / "prompts.jsonl").read_text(encoding="utf-8").splitlines()]
+BLIND = ("blind.jsonl",)  # the router's sets written apart from every training row
 SEED = [json.loads(line) for line in (BENCH.parents[1] / "calibration" / "router-seed.jsonl").read_text(encoding="utf-8").splitlines()]
 
 
@@ -68,7 +69,7 @@ def test_every_prompt_has_a_gold_route():
         assert route(settings, signals, checked(row).needs).model is not None, row["id"]
 
 
-def test_the_router_seed_set_asks_the_routers_four_questions_of_prompts_apart_from_the_benchmark():
+def test_the_router_seed_set_asks_the_routers_four_questions_of_prompts_apart_from_the_benchmark_and_blind_sets():
     from system1.offline.learning import MIN_ROWS_PER_OPTION
     from system1.router.shadow import learn_rows
 
@@ -76,15 +77,16 @@ def test_the_router_seed_set_asks_the_routers_four_questions_of_prompts_apart_fr
     prompts: dict[str, list[dict]] = {}
     for row in SEED:
         prompts.setdefault(row["meta"]["id"], []).append(row)
-    assert len(prompts) == 156
+    assert len(prompts) == 1216
     for rows in prompts.values():
         meta, text = rows[0]["meta"], rows[0]["context"]["prompt"]
         gold = meta["gold"]
-        assert gold["topic"] in TOPICS and gold["private"] is (meta["group"] == "private")
+        assert gold["topic"] in TOPICS
         signals = Signals({gold["topic"]: 1.0}, 1.0, gold["complexity"], gold["risk"], gold["private"])
         assert [{k: v for k, v in r.items() if k != "meta"} for r in rows] == learn_rows(settings, text, signals)
     texts = {rows[0]["context"]["prompt"].casefold() for rows in prompts.values()}
-    assert not texts & {r["prompt"].casefold() for r in ROWS}
+    measured = [*ROWS, *(json.loads(line) for name in BLIND for line in (BENCH / name).read_text(encoding="utf-8").splitlines())]
+    assert not texts & {r["prompt"].casefold() for r in measured}
     for kind in ("router-topic", "router-complexity", "router-risk", "router-private"):
         labels = Counter(r["label"] for r in SEED if r["kind"] == kind)
         options = next(r.get("options", ["yes", "no"]) for r in SEED if r["kind"] == kind)
