@@ -6,6 +6,7 @@ import asyncio
 
 import pytest
 
+from system1.core.calibration import Calibrator, Fit, Source
 from system1.core.gateway import Gateway
 from system1.providers.base import Capabilities, EngineAnswer, HealthProbe, OneQuestionProvider, ProviderError, Query
 
@@ -21,8 +22,9 @@ class Engine(OneQuestionProvider):
     """Answers its first option with probability `p`, after `delay_s`; records what it read."""
 
     def __init__(self, name: str, p: float = 0.9, delay_s: float = 0.0, fail: str = "",
-                 without_context: bool = False) -> None:
-        super().__init__(OneQuestionProvider.Options(answers_without_context=without_context))
+                 without_context: bool = False, relevance: bool = False) -> None:
+        super().__init__(OneQuestionProvider.Options(answers_without_context=without_context,
+                                                     reads_yes_no=not relevance))
         self.name, self.p, self.delay_s, self.fail = name, p, delay_s, fail
         self.asked: list[tuple[object, str]] = []
 
@@ -42,11 +44,12 @@ class Engine(OneQuestionProvider):
         return Capabilities(max_options=None, model=f"{self.name}-model")
 
 
-def cascade(tmp_path, fast: Engine, judge: Engine | None, extra: str = "") -> Gateway:
+def cascade(tmp_path, fast: Engine, judge: Engine | None, extra: str = "", fits: tuple[Fit, ...] = ()) -> Gateway:
     stages = '["mock"]' if judge else "[]"
     toml = f'[gateway]\nprovider = "systemone"\ncascade = {stages}\nmin_confidence = 0.6\n{extra}'
     providers = {"systemone": fast, **({"mock": judge} if judge else {})}
-    return Gateway(config_in(tmp_path, toml), providers=providers)
+    calibrator = Calibrator([Source("local", tmp_path, fits)]) if fits else None
+    return Gateway(config_in(tmp_path, toml), providers=providers, calibrator=calibrator)
 
 
 async def test_a_sure_first_stage_answers_and_the_judge_is_never_asked(tmp_path):
@@ -195,3 +198,38 @@ async def test_a_question_with_its_own_threshold_is_held_to_it_and_passed_on_alo
     assert first.status == "decided" and first.stage == 1  # 0.9 clears the call's threshold of 0
     assert second.status == "decided" and second.stage == 2 and second.provider == "mock"  # 0.9 < its own 0.95
     assert [q for _, q in judge.asked] == ["Private?"]
+
+
+# A bi-encoder's yes/no answer is how related the text is to the question (see
+# `ProviderOptions.reads_yes_no`): it decides only through a head or the question's own fit.
+UNSEEN_FIT = Fit(provider="systemone", model="systemone-model", unseen=True, temperature=1.0)
+QUESTION_FIT = Fit(provider="systemone", model="systemone-model", question=YES_NO["question"], temperature=1.0)
+
+
+async def test_a_yes_no_answer_that_is_relevance_alone_passes_to_the_judge_however_sure(tmp_path):
+    fast, judge = Engine("systemone", p=0.99, relevance=True), Engine("mock", p=0.9)
+    decision = await cascade(tmp_path, fast, judge, fits=(UNSEEN_FIT,)).decide(YES_NO)
+    assert decision.status == "decided" and decision.provider == "mock" and decision.stage == 2
+    assert [(a.provider, a.outcome) for a in decision.attempts] == [("systemone", "abstained"), ("mock", "ok")]
+    assert "relevance alone" in decision.attempts[0].detail
+
+
+async def test_a_yes_no_answer_that_is_relevance_alone_abstains_for_want_of_evidence_with_no_later_stage(tmp_path):
+    fast = Engine("systemone", p=0.99, relevance=True)
+    decision = await cascade(tmp_path, fast, None, fits=(UNSEEN_FIT,)).decide(YES_NO)
+    assert decision.status == "abstained" and decision.abstain_reason == "no_evidence"
+    assert decision.decision is None and decision.confidence is None
+    assert "how related the text is to the question" in decision.rationale
+
+
+async def test_a_yes_no_answer_that_is_relevance_alone_decides_through_the_questions_own_fit(tmp_path):
+    fast, judge = Engine("systemone", p=0.99, relevance=True), Engine("mock", p=0.9)
+    decision = await cascade(tmp_path, fast, judge, fits=(UNSEEN_FIT, QUESTION_FIT)).decide(YES_NO)
+    assert decision.status == "decided" and decision.provider == "systemone" and judge.asked == []
+    assert decision.calibration == "question"
+
+
+async def test_a_choice_from_an_engine_whose_yes_no_is_relevance_alone_still_decides(tmp_path):
+    fast, judge = Engine("systemone", p=0.99, relevance=True), Engine("mock", p=0.9)
+    decision = await cascade(tmp_path, fast, judge, fits=(UNSEEN_FIT,)).decide(CHOICE)
+    assert decision.status == "decided" and decision.provider == "systemone" and judge.asked == []

@@ -32,8 +32,9 @@ class Embedding(OneQuestionProvider):
 
     name = "embedding"
 
-    def __init__(self, model: str = "emb-1", down: bool = False, others: tuple[str, ...] = ()) -> None:
-        super().__init__(OneQuestionProvider.Options())
+    def __init__(self, model: str = "emb-1", down: bool = False, others: tuple[str, ...] = (),
+                 relevance: bool = False) -> None:
+        super().__init__(OneQuestionProvider.Options(reads_yes_no=not relevance))
         self.model, self.down, self.others = model, down, others
         self.embedded: list[object] = []
         self.asked_models: list[str | None] = []
@@ -95,6 +96,14 @@ async def test_a_head_for_the_requests_kind_decides_and_says_so(tmp_path):
     assert "learned head" in decision.attempts[-1].detail and decision.head == KIND
     safe = await g.decide({"question": QUESTION, "context": {"command": "ls -la"}})
     assert safe.decision == "no" and safe.calibration == "head"
+
+
+async def test_a_head_reads_a_yes_no_question_for_an_engine_whose_own_answer_is_relevance_alone(tmp_path):
+    g = with_heads(tmp_path, Embedding(relevance=True), DESTRUCTIVE)
+    decision = await g.decide({"question": QUESTION, "context": {"command": "rm -rf /"}})
+    assert decision.status == "decided" and decision.decision == "yes" and decision.calibration == "head"
+    reworded = await g.decide({"question": "Is this command safe to run?", "context": {"command": "rm -rf /"}})
+    assert reworded.status == "abstained" and reworded.abstain_reason == "no_evidence"
 
 
 async def test_an_explicit_kind_picks_the_head_whatever_the_wording(tmp_path):

@@ -43,12 +43,27 @@ def no_evidence(request_id: str, names: list[str], tried: list[Attempt]) -> Deci
                     abstain_reason="no_evidence")
 
 
+def relevance_only(request_id: str, name: str, answer: EngineAnswer, attempts: list[Attempt]) -> Decision:
+    """The abstention for a yes/no answer that only says how related the text is to the question
+    (a bi-encoder's, see `ProviderOptions.reads_yes_no`), with no head or fit of this question's
+    own to read it as an answer."""
+    detail = "a yes/no answer from relevance alone: no learned head or fit for this question reads it"
+    rationale = (f"nothing this engine can judge: {name} {answer.model} only measures how related the text is to "
+                 "the question, which reads the same for a question and its opposite, and no learned head or "
+                 "calibration fit for this question turns that into an answer. Decide this yourself, or label "
+                 "some answers to it (system1 learn).")
+    attempts[-1] = attempts[-1].model_copy(update={"outcome": "abstained", "detail": detail})
+    return Decision(request_id, "abstained", rationale=rationale, provider=name, model=answer.model,
+                    attempts=attempts, abstain_reason="no_evidence")
+
+
 def conclude(
     request_id: str, tried: list[Attempt], name: str, answer: EngineAnswer, threshold: float, calibrate: bool,
     fit: Fit | None, baseline: dict[str, float] | None, learned: Learned | None,
-    uncalibrated: Literal["pass", "abstain"],
+    uncalibrated: Literal["pass", "abstain"], reads_question: bool = True,
 ) -> Decision:
-    """The decision for provider `name`'s `answer` (`tried`: the chain's attempts)."""
+    """The decision for provider `name`'s `answer` (`tried`: the chain's attempts; `reads_question`
+    false for a yes/no answer that is relevance alone)."""
     attempts = list(tried)
     common: dict[str, Any] = {"request_id": request_id, "provider": name, "model": answer.model,
                               "attempts": attempts}
@@ -71,6 +86,8 @@ def conclude(
         confidence, note = probabilities[choice], "head"
         common["calibration"], common["head"] = "head", head.kind
         attempts[-1] = attempts[-1].model_copy(update={"detail": f"answered by {head.describe()}"})
+    if calibrate and not reads_question and learned is None and (fit is None or fit.kind != "question"):
+        return relevance_only(request_id, name, answer, attempts)
     if calibrate and fit is None and learned is None and uncalibrated == "abstain":
         rationale = (f"no calibration fit applies to {name} {answer.model} here, and [gateway] uncalibrated = "
                      f'"abstain": decide this yourself. {answer.rationale or ""}').strip()

@@ -190,6 +190,11 @@ class ProviderOptions(BaseModel):
     #: model answers from what it knows; an engine that compares the question with a text would
     #: compare it with itself and say "yes" for certain, so the core abstains for it instead.
     answers_without_context: bool = False
+    #: Whether the engine's yes/no answer reads the question. A bi-encoder (serve.py's MiniLM)
+    #: answers with how related the text is to the question, alike for "is this safe?" and "is
+    #: this dangerous?"; such an answer decides only through a learned head or a calibration fit
+    #: made for that very question, and otherwise passes on as having no evidence.
+    reads_yes_no: bool = True
 
 
 class Provider(abc.ABC):

@@ -32,6 +32,9 @@ class SystemOneOptions(JevOptions):
     endpoint: str = "http://127.0.0.1:8790"
     max_options: int = Field(default=255, ge=2, le=256)
     batch: bool = False
+    #: serve.py's default engine, MiniLM, is a bi-encoder (see `ProviderOptions`); true for a
+    #: decision model or a cross-encoder behind this endpoint.
+    reads_yes_no: bool = False
 
 
 class SystemOneProvider(JevProvider):
