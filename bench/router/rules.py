@@ -1,7 +1,7 @@
-"""Expected value against the step rule: the router's routes on the 80 prompts and on the 100 of
-the blind router set (bench/router/blind.jsonl, written apart from the 80 and from every training
-row, never tuned on), with the shipped MiniLM heads and the stack's catalogue, beside three
-baselines, on a cost-quality frontier.
+"""Expected value against the step rule: the router's routes on the 80 prompts and on the two
+blind router sets (bench/router/blind.jsonl, 100 prompts, and blind2.jsonl, 120, each written
+apart from the 80 and from every training row, never tuned on), with the shipped MiniLM heads and
+the stack's catalogue, beside three baselines, on a cost-quality frontier.
 
     python bench/router/rules.py        (make bench-router)
 
@@ -34,7 +34,7 @@ from system1.router.conversation import from_openai  # noqa: E402
 from system1.router.precheck import precheck  # noqa: E402
 from system1.router.scoring import est_cost, route  # noqa: E402
 
-SETS = {"the 80": PROMPTS, "blind 100": HERE / "blind.jsonl"}
+SETS = {"the 80": PROMPTS, "blind 100": HERE / "blind.jsonl", "blind2 120": HERE / "blind2.jsonl"}
 RULES = ("expected_value", "step")
 
 
@@ -127,8 +127,8 @@ def render(results: dict[str, Any]) -> str:
              "`make bench-router` (`bench/router/rules.py`): MiniLM with its shipped heads, the stack's catalogue "
              "(`private = \"prefer_local\"`, every cloud tier configured), each prompt's dry run under each rule. "
              "Gold: the router's scoring fed the gold labels. Below the floor: the model would not clear the gold "
-             "labels' floor. Cost at the gold complexity's token estimate. The blind 100 were written apart from the "
-             "80 and from every training row and never tuned on.", ""]
+             "labels' floor. Cost at the gold complexity's token estimate. The blind 100 and blind2 120 were written "
+             "apart from the 80 and from every training row and never tuned on.", ""]
     for name, entry in results.items():
         lines += [f"## {name}", "", "| router | route = gold | routes below the gold floor | routed cost | × gold |",
                   "|---|---|---|---|---|"]

@@ -21,7 +21,7 @@ from .catalogues import seed_catalogue
 
 BENCH = Path(__file__).resolve().parents[3] / "bench" / "router"
 ROWS = [json.loads(line) for line in (BENCH / "prompts.jsonl").read_text(encoding="utf-8").splitlines()]
-BLIND = ("blind.jsonl",)  # the router's sets written apart from every training row
+BLIND = ("blind.jsonl", "blind2.jsonl")  # the router's sets written apart from every training row
 SEED = [json.loads(line) for line in (BENCH.parents[1] / "calibration" / "router-seed.jsonl").read_text(encoding="utf-8").splitlines()]
 
 
