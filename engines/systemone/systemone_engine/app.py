@@ -8,6 +8,9 @@
   `{"results": [one reply per state], "total_usage"}`, answered in one batched pass.
 - Both take `"embed": true` from engines that embed (MiniLM): each answer then also carries the
   `embedding` of the text it judged, so one pass serves a learned head and the answer.
+- A `noul` answer that MiniLM gives from the text's closeness to the question alone (no
+  `criteria` of its own) carries `"relevance": true`: it reads the same for a question and its
+  opposite, and the gateway takes it as an answer only through a head or that question's fit.
 - `POST /v1/embed`: `{"instructions"?, "type"?, "model"?, "states": [...]}` → `{"model", "dim",
   "embeddings"}`, the same vectors for each state without answering, for a question of `type`
   (`choice` by default, `score` or `noul`; texts are states that are strings), from the

@@ -91,6 +91,13 @@ def embedded_texts(instructions: str, states: list[Any], kind: str) -> list[str]
     return judged_texts(Question("", kind, instructions, (), ()), [state_text(s) for s in states])
 
 
+def by_relevance(question: Question) -> bool:
+    """Whether a bi-encoder answers `question` by how close the state is to the question itself
+    (a yes/no question with no texts of its own), which reads the same for a question and its
+    opposite."""
+    return question.kind == "noul" and question.texts == DEFAULT_NOUL_TEXTS
+
+
 def jev_confidence(probabilities: np.ndarray) -> float:
     """Jev's margin confidence (n·p_max − 1)/(n − 1)."""
     n = len(probabilities)
@@ -233,12 +240,14 @@ class MiniLM(Engine):
             block = np.stack([vectors[t] for t in judged_texts(question, texts)])
             for row, probabilities in enumerate(self._score(block, question, stop)):
                 results[row][question.qid] = answer_of(question, probabilities)
+                if by_relevance(question):  # says so: its closeness to the question, not a verdict
+                    results[row][question.qid]["relevance"] = True
                 if embed:
                     results[row][question.qid]["embedding"] = rounded(block[row])
         return results, self.encoder.count_tokens(judged)
 
     def _score(self, queries: np.ndarray, question: Question, stop: Stop = never) -> np.ndarray:
-        if question.kind == "noul" and question.texts == DEFAULT_NOUL_TEXTS:
+        if by_relevance(question):
             # How close the state is to the question itself, around the middle of what the seed
             # sets' texts score (calibration's content-free correction re-centres it per question).
             relevance = queries @ self._options((question.instructions,), stop)[0]

@@ -19,13 +19,13 @@ YES_NO = {"question": "Is this command destructive?", "context": {"command": "rm
 
 
 class Engine(OneQuestionProvider):
-    """Answers its first option with probability `p`, after `delay_s`; records what it read."""
+    """Answers its first option with probability `p`, after `delay_s`; records what it read
+    (`relevance`: its yes/no answers are relevance alone, as serve.py's MiniLM marks them)."""
 
     def __init__(self, name: str, p: float = 0.9, delay_s: float = 0.0, fail: str = "",
                  without_context: bool = False, relevance: bool = False) -> None:
-        super().__init__(OneQuestionProvider.Options(answers_without_context=without_context,
-                                                     reads_yes_no=not relevance))
-        self.name, self.p, self.delay_s, self.fail = name, p, delay_s, fail
+        super().__init__(OneQuestionProvider.Options(answers_without_context=without_context))
+        self.name, self.p, self.delay_s, self.fail, self.relevance = name, p, delay_s, fail, relevance
         self.asked: list[tuple[object, str]] = []
 
     async def decide_one(self, state, query: Query, timeout_s: float) -> EngineAnswer:
@@ -35,7 +35,8 @@ class Engine(OneQuestionProvider):
             raise ProviderError(self.fail, provider=self.name)
         rest = (1 - self.p) / (len(query.choices) - 1)
         shares = {c: self.p if i == 0 else rest for i, c in enumerate(query.choices)}
-        return EngineAnswer(query.choices[0], self.p, shares, f"{self.name} read it", f"{self.name}-model")
+        return EngineAnswer(query.choices[0], self.p, shares, f"{self.name} read it", f"{self.name}-model",
+                            relevance=self.relevance and query.yes_no)
 
     async def health(self, timeout_s: float) -> HealthProbe:
         return HealthProbe(not self.fail, self.fail or "up")
@@ -201,7 +202,7 @@ async def test_a_question_with_its_own_threshold_is_held_to_it_and_passed_on_alo
 
 
 # A bi-encoder's yes/no answer is how related the text is to the question (see
-# `ProviderOptions.reads_yes_no`): it decides only through a head or the question's own fit.
+# `EngineAnswer.relevance`): it decides only through a head or the question's own fit.
 UNSEEN_FIT = Fit(provider="systemone", model="systemone-model", unseen=True, temperature=1.0)
 QUESTION_FIT = Fit(provider="systemone", model="systemone-model", question=YES_NO["question"], temperature=1.0)
 

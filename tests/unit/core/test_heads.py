@@ -34,13 +34,14 @@ class Embedding(OneQuestionProvider):
 
     def __init__(self, model: str = "emb-1", down: bool = False, others: tuple[str, ...] = (),
                  relevance: bool = False) -> None:
-        super().__init__(OneQuestionProvider.Options(reads_yes_no=not relevance))
-        self.model, self.down, self.others = model, down, others
+        super().__init__(OneQuestionProvider.Options())
+        self.model, self.down, self.others, self.relevance = model, down, others, relevance
         self.embedded: list[object] = []
         self.asked_models: list[str | None] = []
 
     async def decide_one(self, state, query: Query, timeout_s: float) -> EngineAnswer:
-        return EngineAnswer("no", 0.6, {"yes": 0.4, "no": 0.6}, "engine says no", self.model)
+        return EngineAnswer("no", 0.6, {"yes": 0.4, "no": 0.6}, "engine says no", self.model,
+                            relevance=self.relevance and query.yes_no)
 
     async def embed(self, state, query: Query, timeout_s: float, model: str | None = None) -> tuple[str, list[float]]:
         """Its own model's vector, or (`others`) another model's, which reads `rm` on the second axis."""

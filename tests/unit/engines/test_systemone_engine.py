@@ -110,6 +110,17 @@ async def test_noul_and_several_questions_in_one_pass(minilm):
     assert reply["answers"]["angry"]["type"] == "noul" and reply["answers"]["angry"]["noul"] > 0.5
 
 
+async def test_a_yes_no_answer_from_closeness_to_the_question_says_it_is_relevance_alone(minilm):
+    questions = {"bare": {"type": "noul", "instructions": "Is this command destructive?"},
+                 "texts": {"type": "noul", "instructions": "Is the customer angry?",
+                           "criteria": {"true": "an angry, upset customer", "false": "a calm, polite customer"}},
+                 "team": TEAM}
+    async with client_for(minilm) as client:
+        reply = (await client.post("/v1/systemone", json={"state": "rm -rf build/", "questions": questions})).json()
+    assert reply["answers"]["bare"]["relevance"] is True
+    assert "relevance" not in reply["answers"]["texts"] and "relevance" not in reply["answers"]["team"]
+
+
 async def test_yes_no_questions_about_one_state_share_one_encoder_pass(minilm, monkeypatch):
     questions = {f"q{i}": {"type": "noul", "instructions": text} for i, text in enumerate(
         ["Does this task ask to review or audit existing work?", "Does this task change any files?",

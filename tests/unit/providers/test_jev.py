@@ -96,6 +96,13 @@ async def test_a_noul_without_raw_value_uses_noul_and_picks_no_below_one_half():
     assert answer.decision == "no" and answer.confidence == 0.75
 
 
+async def test_a_yes_no_answer_serve_py_marks_as_relevance_alone_is_read_as_such():
+    marked = {"model": "all-MiniLM-L6-v2", "answers": {"q0": {"type": "noul", "noul": 0.9, "relevance": True}}}
+    assert (await systemone(FakeWire(json_reply(marked))).decide(None, YES_NO, 5)).relevance
+    plain = {"model": "anyjev", "answers": {"q0": {"type": "noul", "noul": 0.9}}}
+    assert not (await systemone(FakeWire(json_reply(plain))).decide(None, YES_NO, 5)).relevance
+
+
 async def test_systemone_sends_model_only_when_set_and_keys_calibration_by_the_answered_model():
     wire = FakeWire(json_reply(choice_reply(model="lfm2-d1")))
     answer = await systemone(wire).decide(None, QUERY, 5)

@@ -45,8 +45,7 @@ def no_evidence(request_id: str, names: list[str], tried: list[Attempt]) -> Deci
 
 def relevance_only(request_id: str, name: str, answer: EngineAnswer, attempts: list[Attempt]) -> Decision:
     """The abstention for a yes/no answer that only says how related the text is to the question
-    (a bi-encoder's, see `ProviderOptions.reads_yes_no`), with no head or fit of this question's
-    own to read it as an answer."""
+    (`EngineAnswer.relevance`), with no head or fit of this question's own to read it as one."""
     detail = "a yes/no answer from relevance alone: no learned head or fit for this question reads it"
     rationale = (f"nothing this engine can judge: {name} {answer.model} only measures how related the text is to "
                  "the question, which reads the same for a question and its opposite, and no learned head or "
@@ -60,10 +59,9 @@ def relevance_only(request_id: str, name: str, answer: EngineAnswer, attempts: l
 def conclude(
     request_id: str, tried: list[Attempt], name: str, answer: EngineAnswer, threshold: float, calibrate: bool,
     fit: Fit | None, baseline: dict[str, float] | None, learned: Learned | None,
-    uncalibrated: Literal["pass", "abstain"], reads_question: bool = True,
+    uncalibrated: Literal["pass", "abstain"],
 ) -> Decision:
-    """The decision for provider `name`'s `answer` (`tried`: the chain's attempts; `reads_question`
-    false for a yes/no answer that is relevance alone)."""
+    """The decision for provider `name`'s `answer` (`tried`: the chain's attempts)."""
     attempts = list(tried)
     common: dict[str, Any] = {"request_id": request_id, "provider": name, "model": answer.model,
                               "attempts": attempts}
@@ -86,7 +84,7 @@ def conclude(
         confidence, note = probabilities[choice], "head"
         common["calibration"], common["head"] = "head", head.kind
         attempts[-1] = attempts[-1].model_copy(update={"detail": f"answered by {head.describe()}"})
-    if calibrate and not reads_question and learned is None and (fit is None or fit.kind != "question"):
+    if calibrate and answer.relevance and learned is None and (fit is None or fit.kind != "question"):
         return relevance_only(request_id, name, answer, attempts)
     if calibrate and fit is None and learned is None and uncalibrated == "abstain":
         rationale = (f"no calibration fit applies to {name} {answer.model} here, and [gateway] uncalibrated = "

@@ -115,9 +115,8 @@ class Stages:
         baselines = await self.calibration.content_free(state, queries, answer.provider, answer.answers, fits,
                                                         asked.client, asked.priority, left())
         uncalibrated = self.settings.uncalibrated
-        reads_yes_no = self.providers[answer.provider].options.reads_yes_no
         return [conclude(asked.request_id, [*before, *answer.attempts], answer.provider, reply,
                          asked.threshold if query.min_confidence is None else query.min_confidence,
-                         calibrate, fit, baseline, head, uncalibrated, reads_yes_no or not query.yes_no)
+                         calibrate, fit, baseline, head, uncalibrated)
                 for reply, query, fit, baseline, head, before
                 in zip(answer.answers, queries, fits, baselines, learned, tried)]

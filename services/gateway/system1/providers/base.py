@@ -94,6 +94,10 @@ class EngineAnswer:
     abstain: bool = False
     #: The judged text's embedding, from engines asked for it in the same pass (`Query.embed`).
     embedding: list[float] | None = None
+    #: A yes/no answer that is only how related the text is to the question (a bi-encoder's,
+    #: serve.py's MiniLM says so), alike for a question and its opposite: it decides only through
+    #: a learned head or a calibration fit made for that very question.
+    relevance: bool = False
 
     @classmethod
     def abstained(cls, rationale: str, model: str = "") -> EngineAnswer:
@@ -190,11 +194,6 @@ class ProviderOptions(BaseModel):
     #: model answers from what it knows; an engine that compares the question with a text would
     #: compare it with itself and say "yes" for certain, so the core abstains for it instead.
     answers_without_context: bool = False
-    #: Whether the engine's yes/no answer reads the question. A bi-encoder (serve.py's MiniLM)
-    #: answers with how related the text is to the question, alike for "is this safe?" and "is
-    #: this dangerous?"; such an answer decides only through a learned head or a calibration fit
-    #: made for that very question, and otherwise passes on as having no evidence.
-    reads_yes_no: bool = True
 
 
 class Provider(abc.ABC):

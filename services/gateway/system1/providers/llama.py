@@ -32,7 +32,6 @@ class LlamaOptions(SystemOneOptions):
     batch: Literal[False] = False  # llama-server has no batch endpoint
     #: The judged text's characters sent at most (about 4 a token): see the module's note.
     max_text_chars: int = Field(default=1000, ge=100, le=1_000_000)
-    reads_yes_no: bool = True  # an LLM reads the question with the text
 
 
 class LlamaProvider(SystemOneProvider):

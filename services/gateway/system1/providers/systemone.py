@@ -32,9 +32,6 @@ class SystemOneOptions(JevOptions):
     endpoint: str = "http://127.0.0.1:8790"
     max_options: int = Field(default=255, ge=2, le=256)
     batch: bool = False
-    #: serve.py's default engine, MiniLM, is a bi-encoder (see `ProviderOptions`); true for a
-    #: decision model or a cross-encoder behind this endpoint.
-    reads_yes_no: bool = False
 
 
 class SystemOneProvider(JevProvider):
@@ -55,6 +52,8 @@ class SystemOneProvider(JevProvider):
 
     def read_answer(self, answer: Any, query: Query, model: str, where: str) -> EngineAnswer:
         read = super().read_answer(answer, query, model, where)
+        if query.yes_no and isinstance(answer, dict) and answer.get("relevance") is True:
+            read = replace(read, relevance=True)  # serve.py's MiniLM: see `EngineAnswer.relevance`
         vector = answer.get("embedding") if query.embed and isinstance(answer, dict) else None
         return replace(read, embedding=finite_vector(vector)) if vector is not None else read
 
