@@ -438,6 +438,10 @@ daily_budget_usd = 5
 [router.check]
 enabled = true
 min_probability = 1.0
+provider = "mock"  # a verdict every time: MiniLM's yes/no answer is relevance, which decides nothing
+
+[providers.mock]
+confidence = 0.9
 '''
 
 
