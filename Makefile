@@ -263,7 +263,7 @@ bench-engines: $(TOOLS)  ## the engine benchmark (serve.py --engine minilm)
 	$(BIN)/python -m pip install --quiet -r bench/requirements.txt
 	$(BIN)/python bench/engines/run.py
 
-bench-router: $(TOOLS) $(CHROMEDRIVER) $(LLAMA_SERVER) $(LLAMA_MODEL) $(VENVS)/laya/bin/laya-serve  ## the router's decisions on 80 labelled prompts through every engine that runs here, with the HTML report; expected value against the step rule on the 80 and the blind 100
+bench-router: $(TOOLS) $(CHROMEDRIVER) $(LLAMA_SERVER) $(LLAMA_MODEL) $(VENVS)/laya/bin/laya-serve  ## the router's decisions on 80 labelled prompts through every engine that runs here, with the HTML report; expected value against the step rule on the 80 and both blind router sets
 	$(BIN)/python -m pip install --quiet -r bench/requirements.txt
 	$(BIN)/python bench/router/decisions.py
 	$(BIN)/python bench/router/rules.py
