@@ -238,10 +238,10 @@ class MiniLM(Engine):
         results: list[dict[str, Any]] = [{} for _ in states]
         for question in questions:
             block = np.stack([vectors[t] for t in judged_texts(question, texts)])
+            # An answer from closeness to the question says so: it is not a verdict on it.
+            mark = {"relevance": True} if by_relevance(question) else {}
             for row, probabilities in enumerate(self._score(block, question, stop)):
-                results[row][question.qid] = answer_of(question, probabilities)
-                if by_relevance(question):  # says so: its closeness to the question, not a verdict
-                    results[row][question.qid]["relevance"] = True
+                results[row][question.qid] = {**answer_of(question, probabilities), **mark}
                 if embed:
                     results[row][question.qid]["embedding"] = rounded(block[row])
         return results, self.encoder.count_tokens(judged)
