@@ -157,3 +157,22 @@ def test_a_kind_with_teacher_rows_and_no_human_row_is_not_fitted():
     taught = [replace(e, teacher=True) for e in examples(40, 2.0, 0.5)]
     [result] = learn(taught, 4, 0.6)
     assert not result.enabled and result.teacher_rows == 40 and "no human-labelled row" in result.why_not
+
+
+@pytest.mark.needs_sklearn
+def test_a_topic_of_few_examples_is_not_outvoted_by_topics_of_many():
+    """The topic head weighs every topic alike, however many examples each has; another kind's
+    head keeps the rows' own proportions."""
+    rng = random.Random(3)
+    centres = {"billing": 0.0, "code-gen": 1.5, "debugging": -1.5}
+    sizes = {"billing": 12, "code-gen": 120, "debugging": 120}
+    rows = [(label, [rng.gauss(centres[label], 1.0), rng.gauss(0, 1.0)])
+            for label, size in sizes.items() for _ in range(size)]
+
+    def head_for(kind: str):
+        result = learn_kind([Example(kind, tuple(centres), label, vector, {"code-gen": 0.4}, "systemone", "minilm")
+                             for label, vector in rows], k=3, threshold=0.5, curve=False, repeats=1)
+        return result.fitted
+
+    topic, other = head_for("router-topic"), head_for("choice:3")
+    assert topic.probabilities([0.0, 0.0])["billing"] > 0.5 > other.probabilities([0.0, 0.0])["billing"]

@@ -28,11 +28,16 @@ from typing import Any
 
 from ..core.calibration import temper
 from ..core.heads import Head
+from ..core.router_config import TOPIC_KIND
 from .fitting import Answered, fit_temperature, judged, measure, threshold_table
 
 MIN_ROWS_PER_OPTION = 8
 REPEATS = 5  # fold assignments the held-out figures are averaged over
 CURVE_FRACTIONS = (0.25, 0.5, 0.75, 1.0)
+#: Kinds whose heads weigh every option alike: how many example prompts a topic has says how
+#: much someone wrote, not how often it is asked, so an operator's topic of a dozen examples is
+#: not outvoted by built-in topics of a hundred each (docs/router.md, "Topics of your own").
+EVEN_PRIOR_KINDS = frozenset({TOPIC_KIND})
 
 
 @dataclass(frozen=True)
@@ -129,13 +134,14 @@ def folds_of(examples: Sequence[Example], k: int, seed: int = 0) -> list[list[in
     return stratified_folds(labels, k, seed) if groups is None else grouped_folds(labels, groups, k, seed)
 
 
-def _classifier(x: Any, y: Any) -> Any:
+def _classifier(x: Any, y: Any, kind: str) -> Any:
     from sklearn.linear_model import LogisticRegressionCV
 
     smallest = min(Counter(y.tolist()).values())
     inner = max(2, min(3, smallest))
     # L2 only, regularisation chosen by log-loss (what the temperature fit then builds on).
     return LogisticRegressionCV(Cs=8, cv=inner, max_iter=2000, l1_ratios=(0.0,), scoring="neg_log_loss",
+                                class_weight="balanced" if kind in EVEN_PRIOR_KINDS else None,
                                 use_legacy_attributes=False).fit(x, y)
 
 
@@ -176,7 +182,7 @@ def _raw_probabilities(examples: Sequence[Example], groups: list[list[int]],
     raw: list[list[float]] = [[] for _ in examples]
     for test in groups:
         train = _others(len(examples), test)
-        model = _classifier(np.concatenate([x[train], extra_x]), np.concatenate([y[train], extra_y]))
+        model = _classifier(np.concatenate([x[train], extra_x]), np.concatenate([y[train], extra_y]), examples[0].kind)
         for index, p in zip(test, _probabilities(model, x[test], len(examples[0].options))):
             raw[index] = [float(v) for v in p]
     return raw
@@ -239,7 +245,7 @@ def learning_curve(examples: Sequence[Example], k: int, seed: int = 0) -> list[t
             present = Counter(y[chosen].tolist())
             if len(present) < 2 or min(present.values()) < 2:  # too few to fit (and cross-validate) on
                 continue
-            model = _classifier(x[chosen], y[chosen])
+            model = _classifier(x[chosen], y[chosen], examples[0].kind)
             right += float((model.predict(x[test]) == y[test]).sum())
             total += len(test)
             per_option += len(chosen) / len(examples[0].options)
@@ -285,7 +291,7 @@ def learn_kind(examples: Sequence[Example], k: int, threshold: float,
                           f"{result.engine['accuracy']:.0%}")
         return result
     x, y = _matrix([*examples, *taught])
-    weights, bias = _head_weights(_classifier(x, y), len(options), x.shape[1])
+    weights, bias = _head_weights(_classifier(x, y, first.kind), len(options), x.shape[1])
     result.fitted = Head(kind=first.kind, embedder=first.embedder, model=first.model, options=list(options),
                          weights=weights, bias=bias, temperature=round(temperature, 4), n=len(examples) + len(taught),
                          accuracy=round(result.head["accuracy"], 4),
