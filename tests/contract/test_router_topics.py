@@ -21,7 +21,8 @@ from .conftest import ROOT
 
 pytestmark = pytest.mark.contract
 BILLING_MODEL, CHEAP, TOP = "local/billing-coder", "cloud/cheap", "cloud/top"
-# Written for this test: the billing code of an imagined shop, in several wordings.
+# Written for this test: the billing code of an imagined shop, in several wordings (two dozen:
+# e5's topic head leaves a topic of a dozen examples unsure of prompts worded apart from them).
 EXAMPLES = [
     "Why does the invoice job charge a customer twice when the payment webhook is retried?",
     "Add a proration line to the monthly invoice when a plan is upgraded mid-cycle",
@@ -35,6 +36,18 @@ EXAMPLES = [
     "Reconcile the payouts report with the ledger for last month",
     "Support currency conversion on invoices for customers billed in euros",
     "The coupon discount is applied after tax instead of before it on renewals",
+    "Where does the billing service decide which price book an enterprise customer is charged from?",
+    "A partial refund leaves the invoice marked unpaid even though the balance is zero",
+    "Customers on annual plans get a renewal invoice a month early",
+    "Which table holds the per-line tax amounts we send to the accounting export?",
+    "The payment retry job marks an invoice as failed before the card issuer has answered",
+    "Our chargeback handler does not reverse the ledger entry for the disputed amount",
+    "How is the usage-based charge for API calls rolled up into the monthly bill?",
+    "Invoices generated at midnight UTC carry the previous day's date for customers in Asia",
+    "Add a field to the invoice PDF for the customer's VAT registration number",
+    "The subscription downgrade credits the wrong amount back to the customer's balance",
+    "Billing emails go out with the amount in cents instead of the currency format",
+    "Reconcile failed payouts with the invoices they were meant to settle",
 ]
 UNSEEN = ["A customer says they were billed for a seat they removed last week: where in the invoicing code would "
           "the seat count be read?",
@@ -43,8 +56,10 @@ UNSEEN = ["A customer says they were billed for a seat they removed last week: w
 
 @pytest.fixture(scope="module")
 def minilm():
+    """serve.py as the stack's image runs it: MiniLM, and e5 for the router questions' heads."""
     port = free_port()
-    with server([sys.executable, str(ROOT / "engines" / "systemone" / "serve.py"), "--port", str(port)],
+    with server([sys.executable, str(ROOT / "engines" / "systemone" / "serve.py"), "--port", str(port),
+                 "--embedders", "e5"],
                 f"http://127.0.0.1:{port}/health", timeout_s=180):
         yield f"http://127.0.0.1:{port}"
 
@@ -69,9 +84,8 @@ def planned(url: str, text: str) -> dict:
 
 
 def first_seed_prompts(tmp_path) -> str:
-    """The router seed's first 156 prompts (groups `core` and `private`), about 15 a topic: a
-    topic of twelve examples stands out among them, not among all 1,216 (about 120 a topic;
-    docs/router.md, "Topics of your own")."""
+    """The router seed's first 156 prompts (groups `core` and `private`), about 15 a topic: the
+    fit over all 1,216 takes several minutes here (docs/router.md, "Topics of your own")."""
     rows = [line for line in (ROOT / "calibration" / "router-seed.jsonl").read_text().splitlines()
             if json.loads(line)["meta"]["group"] in ("core", "private")]
     path = tmp_path / "router-seed-first.jsonl"

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from system1.core.router_config import TOPICS, RouterSettings
+from system1.core.router_config import TOPIC_KIND, TOPICS, RouterSettings
 from system1.offline.calibrate import Labelled
 from system1.router.scoring import CHEAPEST, Needs, Signals, route
 from system1.router.signals import TOPIC_QUESTION
-from system1.router.topics import KIND, example_rows, retopic
+from system1.router.topics import example_rows, retopic
 
 from .catalogues import SEED, seed_table
 from .test_catalogue import loaded, router_section
@@ -70,7 +70,7 @@ def test_topic_descriptions_say_where_they_moved(tmp_path):
 def test_the_examples_are_labelled_rows_of_the_topic_question_over_the_configured_topics():
     configured = settings(billing=BILLING)
     rows = example_rows(configured)
-    assert len(rows) == 2 and {r["kind"] for r in rows} == {KIND} and {r["question"] for r in rows} == {TOPIC_QUESTION}
+    assert len(rows) == 2 and {r["kind"] for r in rows} == {TOPIC_KIND} and {r["question"] for r in rows} == {TOPIC_QUESTION}
     assert rows[0]["label"] == configured.topic_text("billing") and rows[0]["options"][-1] == rows[0]["label"]
     assert rows[0]["context"] == {"prompt": "Why does the invoice job charge a customer twice?"}
 
@@ -78,8 +78,8 @@ def test_the_examples_are_labelled_rows_of_the_topic_question_over_the_configure
 def test_topic_rows_written_for_other_topics_are_asked_over_the_configured_ones():
     configured = settings(builtin="replace", billing=BILLING, debugging={"description": "fixing what fails"})
     old_options = [f"{t}: {d}" for t, d in TOPICS.items()]
-    rows = [Labelled(TOPIC_QUESTION, old_options, {"prompt": "Fix this crash"}, f"debugging: {TOPICS['debugging']}", KIND),
-            Labelled(TOPIC_QUESTION, old_options, {"prompt": "Say hi"}, f"chat: {TOPICS['chat']}", KIND),
+    rows = [Labelled(TOPIC_QUESTION, old_options, {"prompt": "Fix this crash"}, f"debugging: {TOPICS['debugging']}", TOPIC_KIND),
+            Labelled(TOPIC_QUESTION, old_options, {"prompt": "Say hi"}, f"chat: {TOPICS['chat']}", TOPIC_KIND),
             Labelled("Is this destructive?", None, {"command": "ls"}, "no")]
     kept, dropped = retopic(configured, rows)
     assert dropped == 1 and [r.label for r in kept] == ["debugging: fixing what fails", "no"]

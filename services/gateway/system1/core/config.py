@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ..providers import REGISTRY
 from ..providers.base import SECRET_KEYS, ProviderOptions
-from .router_config import RouterSettings
+from .router_config import ROUTER_KINDS, RouterSettings
 from .paths import install_dir
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
@@ -76,9 +76,10 @@ class LearningSettings(_Section):
     embedder: str = "systemone"
     #: The embedding model a kind's heads read, by kind, asked of the embedder by name
     #: (`POST /v1/embed` with `model`); every other kind reads the embedder's own vector, the
-    #: one that comes with its answer. The router's private question reads multilingual-e5-small
-    #: (serve.py `--embedders e5`): its head ranks unseen prompts better (bench/privacy/STAGE1.md).
-    models: dict[str, str] = Field(default_factory=lambda: {"router-private": "multilingual-e5-small"})
+    #: one that comes with its answer. The router's four questions read multilingual-e5-small
+    #: (serve.py `--embedders e5`): its heads are right more often on held-out rows
+    #: (bench/heads/EMBEDDERS.md) and rank unseen private prompts better (bench/privacy/STAGE1.md).
+    models: dict[str, str] = Field(default_factory=lambda: dict.fromkeys(ROUTER_KINDS, "multilingual-e5-small"))
     #: Remember decisions so they can be labelled (`POST /v1/feedback`): every kind, or these kinds.
     collect: bool = False
     collect_kinds: list[str] = Field(default_factory=list)

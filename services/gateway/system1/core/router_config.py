@@ -39,6 +39,9 @@ PrivateMode = Literal["prefer_local", "local_only", "ignore"]
 Effort = Literal["", "minimal", "low", "medium", "high"]
 #: Complexity is scored 0..3 and risk 0..2: the per-level lists have one entry per level.
 COMPLEXITY_LEVELS = 4
+#: The decision kinds of the router's four questions (their learned heads are fitted per kind).
+ROUTER_KINDS = TOPIC_KIND, COMPLEXITY_KIND, RISK_KIND, PRIVATE_KIND = (
+    "router-topic", "router-complexity", "router-risk", "router-private")
 RISK_LEVELS = 3
 #: The main kinds of work a request can ask for (the topic question's options), with what each
 #: means to the engine that reads them.

@@ -25,7 +25,7 @@ from typing import Protocol
 from ..core.lanes import INTERACTIVE
 from ..core.result import Decision
 from ..providers.base import Query, head_and_tail
-from ..core.router_config import RouterSettings
+from ..core.router_config import COMPLEXITY_KIND, PRIVATE_KIND, RISK_KIND, TOPIC_KIND, RouterSettings
 from .scoring import Signals
 
 COMPLEXITY_LEVELS = (
@@ -84,11 +84,11 @@ def questions(settings: RouterSettings) -> list[Query]:
     bar = 1.0 - settings.max_leave_probability if settings.private == "local_only" else None
     sure = settings.decision.min_confidence or None
     return [
-        Query(TOPIC_QUESTION, [settings.topic_text(t) for t in settings.topics], kind="router-topic",
+        Query(TOPIC_QUESTION, [settings.topic_text(t) for t in settings.topics], kind=TOPIC_KIND,
               min_confidence=sure),
-        Query(COMPLEXITY_QUESTION, list(COMPLEXITY_LEVELS), kind="router-complexity", score=True, min_confidence=sure),
-        Query(RISK_QUESTION, list(RISK_LEVELS), kind="router-risk", score=True, min_confidence=sure),
-        Query(PRIVATE_QUESTION, ["yes", "no"], yes_no=True, kind="router-private", min_confidence=bar),
+        Query(COMPLEXITY_QUESTION, list(COMPLEXITY_LEVELS), kind=COMPLEXITY_KIND, score=True, min_confidence=sure),
+        Query(RISK_QUESTION, list(RISK_LEVELS), kind=RISK_KIND, score=True, min_confidence=sure),
+        Query(PRIVATE_QUESTION, ["yes", "no"], yes_no=True, kind=PRIVATE_KIND, min_confidence=bar),
     ]
 
 

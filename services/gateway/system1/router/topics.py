@@ -11,10 +11,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Protocol, TypeVar
 
-from ..core.router_config import RouterSettings
+from ..core.router_config import TOPIC_KIND, RouterSettings
 from .signals import TOPIC_QUESTION, decision_state
-
-KIND = "router-topic"
 
 
 class Row(Protocol):
@@ -31,7 +29,7 @@ def example_rows(settings: RouterSettings) -> list[dict[str, Any]]:
     group: a topic's examples held out whole could never be learned, and one group per example
     would only make the folds of the other rows grouped."""
     options = [settings.topic_text(t) for t in settings.topics]
-    return [{"question": TOPIC_QUESTION, "options": options, "kind": KIND, "label": settings.topic_text(name),
+    return [{"question": TOPIC_QUESTION, "options": options, "kind": TOPIC_KIND, "label": settings.topic_text(name),
              "context": decision_state(example, settings.decision.chars)}
             for name, topic in settings.topics.items() for example in topic.examples]
 
@@ -49,7 +47,7 @@ def retopic(settings: RouterSettings, rows: list[R]) -> tuple[list[R], int]:
     kept: list[R] = []
     dropped = 0
     for row in rows:
-        if row.kind != KIND:
+        if row.kind != TOPIC_KIND:
             kept.append(row)
         elif (name := topic_named(settings, row.label)) is None:
             dropped += 1
