@@ -189,7 +189,8 @@ def routellm_section(results: dict[str, Any] | None) -> str:
 <p class="meta">RouteLLM's own per-prompt outcomes of gpt-4-1106 (strong) and Mixtral-8x7B (weak), replayed through the
 router's decision with no chat model called (<code>make bench-routellm</code>,
 <a href="../routellm/RESULTS.md">RESULTS.md</a>). zero-shot: the router as shipped, scored by its expected complexity;
-learned: a "needs the strong model" head scored on MMLU domains and GSM8K folds it was not fitted on. Random is exact:
+learned: a head fitted from the outcomes (its form and regularisation chosen inside each training fold), scored on MMLU
+domains and GSM8K folds it was not fitted on. Random is exact:
 APGR 0.5. RouteLLM's figures are cost saved at 95 % of GPT-4's quality by routers trained on Chatbot Arena preferences,
 not the same metric as APGR.</p>
 <table class="routellm"><thead>{head}</thead><tbody>{"".join(body)}</tbody></table>
