@@ -3,8 +3,10 @@
 - The local work alone, in process: the pre-check and the scoring of a 2k-token prompt (code,
   and prose), p50/p99 over repeated runs.
 - The whole plan over HTTP (`POST /v1/router/route`: pre-check, the four-question decision and
-  scoring), p50/p99, with the mock engine and with MiniLM (`serve.py`), and the decision's own
-  share as the router measured it.
+  scoring), p50/p99, with the mock engine, with MiniLM (`serve.py`) alone, and with MiniLM and
+  the shipped heads of the router's questions, on MiniLM's vectors (`[learning] models = {}`)
+  and on e5's (the default, as the stack runs it), and the decision's own share as the router
+  measured it.
 - Streaming time to first byte through the router (`model: auto`) against the same request sent
   straight to the upstream (the fake hosted chat API, served locally), interleaved in one run,
   and what the router adds beyond its decision (`X-Router-Decision-Ms`).
@@ -84,17 +86,27 @@ def local_work(rounds: int) -> dict:
     return out
 
 
+#: The decision engines measured: the provider, and the `[learning]` section (heads off, or on
+#: with the router's heads on MiniLM's or on e5's vectors).
+ENGINES = {"mock": ("mock engine", "mock", "enabled = false\n"),
+           "systemone": ("MiniLM (serve.py)", "systemone", "enabled = false\n"),
+           "minilm-heads": ("MiniLM, heads on MiniLM", "systemone", "enabled = true\nmodels = {}\n"),
+           "e5-heads": ("MiniLM, heads on e5", "systemone", "enabled = true\n")}
+
+
 @contextmanager
 def minilm_engine():
     port = free_port()
-    with process([sys.executable, str(ROOT / "engines" / "systemone" / "serve.py"), "--port", str(port)],
+    with process([sys.executable, str(ROOT / "engines" / "systemone" / "serve.py"), "--port", str(port),
+                  "--embedders", "e5"],
                  ready_url=f"http://127.0.0.1:{port}/health", ready_timeout_s=120):
         yield f"http://127.0.0.1:{port}"
 
 
-def router_config(engine: str, engine_url: str, upstream_url: str) -> str:
+def router_config(variant: str, engine_url: str, upstream_url: str) -> str:
+    _, engine, learning = ENGINES[variant]
     table = catalogue(upstream_url)
-    lines = [f'[gateway]\nprovider = "{engine}"\ntimeout_s = 30\n[learning]\nenabled = false\n']
+    lines = [f'[gateway]\nprovider = "{engine}"\ntimeout_s = 30\n[learning]\n{learning}']
     if engine == "systemone":
         lines.append(f'[providers.systemone]\nendpoint = "{engine_url}"\n')
     lines.append(f'[router]\nenabled = true\nprivate = "ignore"\n[router.decision]\nchars = {DECISION_CHARS}\n')
@@ -165,7 +177,7 @@ def main() -> None:
     results: dict = {"machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
                      "date": time.strftime("%Y-%m-%d"), "local_work": local_work(rounds)}
     with hosted_chat() as upstream, minilm_engine() as engine_url:
-        for engine in ("mock", "systemone"):
+        for engine in ENGINES:
             with served_gateway(router_config(engine, engine_url, upstream.url)) as (url, _, _):
                 results[engine] = {"plan": plan_latency(url, CODE, rounds // 2),
                                    "ttfb": time_to_first_byte(url, upstream.url, rounds // 2)}
@@ -180,7 +192,7 @@ def report(r: dict) -> str:
     rows = [f"| {name} ({w['input_tokens']} tokens, {w['chars']} chars) | {w['precheck_ms']['p50']:.2f} / "
             f"{w['precheck_ms']['p99']:.2f} | {w['scoring_ms']['p50']:.3f} / {w['scoring_ms']['p99']:.3f} | "
             f"**{w['total_ms']['p50']:.2f}** / {w['total_ms']['p99']:.2f} |" for name, w in local.items()]
-    engines = {"mock": "mock engine", "systemone": "MiniLM (serve.py)"}
+    engines = {variant: label for variant, (label, _, _) in ENGINES.items()}
     plans = [f"| {engines[e]} | {r[e]['plan']['plan_http_ms']['p50']:.1f} / {r[e]['plan']['plan_http_ms']['p99']:.1f} | "
              f"{r[e]['plan']['decision_ms']['p50']:.1f} / {r[e]['plan']['decision_ms']['p99']:.1f} | "
              f"{r[e]['plan']['beyond_decision_ms']['p50']:.1f} / {r[e]['plan']['beyond_decision_ms']['p99']:.1f} |"
@@ -211,12 +223,12 @@ def plot(r: dict) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    engines = ["mock", "systemone"]
-    labels = ["mock engine", "MiniLM"]
+    engines = list(ENGINES)
+    labels = [label for label, _, _ in ENGINES.values()]
     direct = [r[e]["ttfb"]["direct"]["p50"] for e in engines]
     decision = [r[e]["ttfb"]["decision"]["p50"] for e in engines]
     rest = [max(0.0, r[e]["ttfb"]["added_beyond_decision"]["p50"]) for e in engines]
-    fig, ax = plt.subplots(figsize=(6, 3.2))
+    fig, ax = plt.subplots(figsize=(7, 3.6))
     ax.barh(labels, direct, label="upstream's own first byte")
     ax.barh(labels, decision, left=direct, label="router: decision")
     ax.barh(labels, rest, left=[a + b for a, b in zip(direct, decision)], label="router: everything else")
