@@ -48,6 +48,11 @@ def found(body: dict, api: str = "openai") -> tuple[str, ...]:
     "GET /export.csv?access_token=hU1TQg7yO8UyQw3kP2 HTTP/1.1",  # a log line's query string
     "ANTHROPIC_API_KEY=sk-ant-api03-" + "Ab9" * 30,
     "HF_TOKEN=hf_" + "aBcDeFgHiJkLmNoPqRsTuVwXyZaBcDeF",
+    "curl -u elastic:Marmar642!Hexwo1 -X GET https://es.internal/_cat/indices",  # curl's user:password
+    "define( 'DB_PASSWORD', 'Sunjun28%Marra7' );",  # PHP's define, a quoted name then a value
+    '<Server><User>ftp</User><Pass encoding="base64">SnVuZG9yNjEkSGV4a28w</Pass></Server>',  # XML
+    "machine artifactory.example.nl\nlogin j.doe\npassword Rawo5466*Zenzen2\n",  # .netrc
+    "+ echo github_pat_" + "bT8RxbBHP2WFt8vehYYaeC" * 4,  # a fine-grained GitHub token in a CI log
 ])
 def test_a_credential_is_found_in_code_config_logs_and_commands(text):
     assert found(openai(user(text))), text
@@ -62,6 +67,13 @@ def test_a_credential_is_found_in_code_config_logs_and_commands(text):
     "token_url = https://auth.example.com/oauth/token",  # about a credential, not one
     "password_min_length = 12345678",
     "docker run -p 8080:80 nginx",  # a port, not a password
+    'API_KEY = "YOUR_API_KEY"',  # names what goes there
+    'apiKey: "YOUR_FIREBASE_API_KEY",',
+    'api_key = "DEIN_API_SCHLUESSEL"',
+    'stripe.api_key = "sk_test_..."',  # elided
+    "DATABASE_URL=postgres://user:password@localhost:5432/app_dev",  # every tutorial's pair
+    "postgresql://USER:PASSWORD@HOST:PORT/NAME",
+    "curl -u $USER:$TOKEN https://ci.example.com/api",
 ])
 def test_placeholders_references_and_names_about_credentials_are_not_credentials(text):
     assert secrets_in(text) == set(), text

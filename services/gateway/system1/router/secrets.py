@@ -12,9 +12,10 @@ Its entropy detectors are left out: on prose they flag ordinary words.
 Besides the library's: the vendors it does not know (Anthropic, OpenAI project keys, Hugging
 Face, Google, GitLab, npm, Vault, Alibaba Cloud), an `Authorization: Basic|Bearer|Token …`
 header, a value given to a name that says it holds a credential (`DB_PASSWORD=…`,
-`X-API-Key: …`, `?access_token=…`, quoted or not) and a password on a command line
-(`mysql -p'…'`, `--password=…`). A value that is a placeholder (`xxxx`, `***`, `...`,
-`your-key-here`, `${VAR}`) or a reference (a call) is none.
+`X-API-Key: …`, `?access_token=…`, quoted or not, `define('DB_PASSWORD', '…')`, `<Pass>…</Pass>`,
+a `.netrc` password) and a password on a command line (`mysql -p'…'`, `--password=…`,
+`curl -u user:…`). A value that is a placeholder (`xxxx`, `***`, `...`, `your-key-here`,
+`YOUR_API_KEY`, `${VAR}`, a tutorial's `user:password`) or a reference (a call) is none.
 
 A detector reads only the lines that could hold what it looks for, which keeps a long prompt's
 scan short: lines with a token of 20 or more characters (every pattern-based detector's shortest
@@ -58,6 +59,7 @@ _VENDOR_KEYS = {
     "Hugging Face Token": re.compile(r"(?<!\w)hf_[A-Za-z0-9]{30,}"),
     "Google API Key": re.compile(r"(?<![\w-])AIza[\w-]{35}"),
     "GitLab Token": re.compile(r"(?<![\w-])glpat-[\w-]{20,}"),
+    "GitHub Fine-grained Token": re.compile(r"(?<!\w)github_pat_\w{50,}"),
     "npm Token": re.compile(r"(?<!\w)npm_[A-Za-z0-9]{36}"),
     "Vault Token": re.compile(r"(?<![\w.])hv[sbr]\.[\w-]{24,}"),
     "Alibaba Cloud Access Key": re.compile(r"(?<!\w)LTAI[A-Za-z0-9]{12,20}\b"),
@@ -76,9 +78,15 @@ _CREDENTIAL_NAME = re.compile(r"password|passwd|pwd|pass$|secret|token|apikey|ac
 #: Names that hold something about a credential, not the credential itself.
 _ABOUT_A_CREDENTIAL = re.compile(r"(?:id|name|file|path|url|uri|type|length|len|count|header|env|field|policy|expiry|"
                                  r"expires|ttl|endpoint|prefix|hash|hint|reset|required|enabled|policy)$")
-#: A password on a command line: `-p'…'` (mysql), `--password=…`, `-u user -p …`.
-_FLAG = re.compile(r"(?<!\S)(?:-p[\"']|--password[= ]|--token[= ]|--api-key[= ]|-u[ \t]{1,3}\S{1,60}[ \t]{1,3}-p[ \t]{1,3})"
+#: A password on a command line: `-p'…'` (mysql), `--password=…`, `-u user -p …`, `-u user:…` (curl).
+_FLAG = re.compile(r"(?<!\S)(?:-p[\"']|--password[= ]|--token[= ]|--api-key[= ]|-u[ \t]{1,3}\S{1,60}[ \t]{1,3}-p[ \t]{1,3}|"
+                   r"(?:-u|--user)[ \t=]{1,3}[\"']?[^\s:\"']{1,60}:)"
                    r"[\"']?([^\s\"']{6,200})")
+#: A credential given by a name in other shapes: `define('DB_PASSWORD', '…')` (a quoted name, a
+#: comma, a quoted value), `<Pass>…</Pass>` (XML) and a `.netrc` line `password …`.
+_QUOTED_PAIR = re.compile(r"([\"'])([A-Za-z_][\w.\-]{0,60})\1[ \t]{0,3},[ \t]{0,3}[\"']([^\s\"']{6,200})[\"']")
+_ELEMENT = re.compile(r"<((?i:pass|password|passwd|secret|token|apikey|api_key))\b[^<>]{0,60}>([^<\s]{6,200})</")
+_NETRC = re.compile(r"(?m)^[ \t]*password[ \t]+(\S{6,200})[ \t]*$")
 ASSIGNED = "Assigned Credential"
 #: Values that stand where a credential would go: a made-up or redacted one, a reference.
 _PLACEHOLDER_VALUE = re.compile(r"x{4,}|X{4,}|\*{3,}|\.{3}|\$\{|^\$|\{\{|%\(|\(|^(?:true|false|null|none)$|"
@@ -96,9 +104,23 @@ def _detectors() -> list[tuple[re.Pattern[str], list[BasePlugin], bool]]:
             (_MAY_HOLD_KEYWORD, [KeywordDetector()], True)]
 
 
+#: A value that names what belongs there instead of holding it: `YOUR_API_KEY`, `your-key`,
+#: `DEIN_SCHLUESSEL`, `tu-clave-aqui`, `sk_test_...`, `USER:PASSWORD`, a redacted run, or a
+#: word every tutorial uses (`password`, `changeme`). Whole-value tests only: a real password
+#: that merely contains such a word still counts.
+_NAMED_PLACEHOLDER = re.compile(
+    r"\.{3}|…|x{4,}|X{4,}|\*{3,}|"
+    # An environment variable's name that says what it holds (`PROD_DB_2024` may be a password).
+    r"^(?=[A-Z0-9_]*(?:KEY|TOKEN|SECRET|PASS|PWD|SCHLUESSEL|CLAVE|VALUE|HERE))[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$|"
+    r"^(?i:your|my|dein|deine|ihr|tu|tus|votre|ton|seu|sua|tuo|il_tuo|la_tua)[_\-\s]|"
+    r"^(?i:password|passwd|pass|pwd|secret|changeme|placeholder|example|postgres|test|user)$")
+
+
 def _placeholder(secret: str) -> bool:
-    """`{name}`, `<name>`, `${NAME}` or `$NAME`: where a value would go, not a value."""
-    return heuristic.is_templated_secret(secret) or heuristic.is_prefixed_with_dollar_sign(secret)
+    """`{name}`, `<name>`, `${NAME}`, `$NAME` or a named placeholder: where a value would go,
+    not a value."""
+    return (heuristic.is_templated_secret(secret) or heuristic.is_prefixed_with_dollar_sign(secret)
+            or bool(_NAMED_PLACEHOLDER.search(secret)))
 
 
 def _kept(secret: str, line: str, plugin: BasePlugin) -> bool:
@@ -133,8 +155,9 @@ def secrets_in(text: str) -> set[str]:
     found |= {kind for kind, pattern in _VENDOR_KEYS.items() if pattern.search(text)}
     if any(not heuristic.is_sequential_string(value) for value in _AUTH_HEADER.findall(text)):
         found.add(AUTH_HEADER)
-    if "Secret Keyword" not in found and (any(_named_credential(name, value) for name, value in _ASSIGNED.findall(text))
-                                          or any(_value_like(v) for v in _FLAG.findall(text))):
+    named = (*_ASSIGNED.findall(text), *((n, v) for _, n, v in _QUOTED_PAIR.findall(text)), *_ELEMENT.findall(text))
+    if "Secret Keyword" not in found and (any(_named_credential(name, value) for name, value in named)
+                                          or any(_value_like(v) for v in (*_FLAG.findall(text), *_NETRC.findall(text)))):
         found.add(ASSIGNED)
     return found
 
