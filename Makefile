@@ -243,6 +243,7 @@ bench-privacy: $(TOOLS) $(LLAMA_SERVER) $(JUDGE_MODEL)  ## private prompts that 
 	$(BIN)/python bench/privacy/run.py --label after --blind blind2.jsonl
 	git worktree remove --force build/before
 	$(BIN)/python bench/privacy/stage1.py
+	$(BIN)/python bench/privacy/bars.py
 
 bench-routellm: $(TOOLS)  ## the router on RouteLLM's public benchmark (MMLU, GSM8K, MT-Bench outcomes): PGR, CPT, APGR, zero-shot and learned
 	$(BIN)/python -m pip install --quiet -r bench/requirements.txt

@@ -48,8 +48,10 @@ CLOUD_KEYS = ("OPENROUTER_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_API_KEY")
 #: "judge-generic-fit": this code before the judge had a fit for the private question (it read
 #: the judge through its unseen-question fit); "minilm-head": before the router-private head
 #: read e5's vectors (it read MiniLM's); "e5-head": that head on e5 before the router's training
-#: prompts grew from 156 to 1,216; each kept as measured.
-LABELS = ("before", "judge-generic-fit", "minilm-head", "e5-head", "after")
+#: prompts grew from 156 to 1,216; "seed-927": before the privacy seed grew from 927 to 1,608
+#: prompts and the pre-check read `curl -u`, `define(…)`, XML and `.netrc` credentials and let
+#: named placeholders (`YOUR_API_KEY`) be; each kept as measured.
+LABELS = ("before", "judge-generic-fit", "minilm-head", "e5-head", "seed-927", "after")
 
 
 def blind(name: str = "blind.jsonl") -> list[dict]:
@@ -208,7 +210,9 @@ def report(name: str) -> str:
              "\"judge-generic-fit\" is the same code measured before the judge had that fit (its unseen-question fit "
              "read the question), \"minilm-head\" before the private question's head read multilingual-e5-small's "
              "vectors (it read MiniLM's), and \"e5-head\" that head on e5 before the router's training prompts grew "
-             "from 156 to 1,216, each kept as measured. The pre-check's time is CPU time in process; "
+             "from 156 to 1,216, \"seed-927\" before the privacy seed grew from 927 to 1,608 prompts and the pre-check "
+             "read `curl -u`, `define(…)`, XML and `.netrc` credentials and let named placeholders be, each kept as "
+             "measured. The pre-check's time is CPU time in process; "
              "the decision's is the dry run's own figure.", "",
              "| | private prompts that leave | of them invisible to a pattern | false alarms (ordinary kept here) "
              "| caught: pre-check / stage 1 / stage 2 / no decision | pre-check p50 / p90 | decision p50 / p90, "
