@@ -1,10 +1,10 @@
-"""How the judge reads the private question, worded two ways, on the privacy seed set.
+"""How the judge reads the private question, worded six ways, on the privacy seed set.
 
     python bench/privacy/question.py [--per-class 100]
 
 The router asks every engine one yes/no question about privacy; MiniLM's head answers from the
 prompt's embedding alone, but the judge (Qwen2.5-Coder-1.5B-Instruct in llama-server) reads the
-question's words. This asks the judge both wordings about the same stratified sample of
+question's words. This asks the judge every wording about the same stratified sample of
 calibration/privacy-seed.jsonl (the set its calibration is fitted on; never the blind sets) and
 reports the ranking quality of its raw P(yes): AUROC, and the share of private rows among the
 lowest-scored half (what "safe to send" would let leave). Writes QUESTION.md and question.json
@@ -34,12 +34,21 @@ from system1.router.signals import PRIVATE_QUESTION  # noqa: E402
 
 LLAMA = ROOT / "build" / "llama"
 JUDGE = LLAMA / "models" / "qwen2.5-coder-1.5b-decision.gguf"
-#: The wording the router ships, and one that spells out what the privacy rule means.
+#: The wording the router ships, one that spells out what the privacy rule means, and four
+#: narrower questions, one per kind of private data (would one of them be easier for the judge?).
 WORDINGS = {
     "shipped": PRIVATE_QUESTION,
     "spelled out": ("Would sending this request to an outside company reveal a working password or key, private "
                     "facts about a specific person (their pay, health, reviews, family, legal or immigration "
                     "matters), customers' personal records, or the company's unannounced plans?"),
+    "credential": "Does the text contain a real password, API key, access token or private key (not a placeholder "
+                  "or example)?",
+    "person": "Does the text reveal private facts about a specific real person, such as their pay, health, family, "
+              "performance review, discipline, legal or immigration matters?",
+    "customer": "Does the text contain a customer's personal details, such as their name with an address, ID "
+                "number, account or order history?",
+    "business": "Does the text reveal a company's confidential, not yet public plans or figures, such as an "
+                "unannounced deal, layoffs, earnings or contract terms?",
 }
 
 
@@ -54,10 +63,15 @@ def sample(per_class: int) -> list[dict]:
 
 async def ask(url: str, rows: list[dict]) -> dict[str, list[float]]:
     provider = LlamaProvider(LlamaOptions(endpoint=url))
+    p_yes: dict[str, list[float]] = {name: [] for name in WORDINGS}
     try:
-        return {name: [(await provider.decide(r["context"], Query(question, ["yes", "no"], yes_no=True),
-                                              120)).probabilities["yes"] for r in rows]
-                for name, question in WORDINGS.items()}
+        # Every wording about one row before the next row: the judged text comes first in the
+        # judge's prompt, so llama-server reuses it from its cache.
+        for r in rows:
+            for name, question in WORDINGS.items():
+                decision = await provider.decide(r["context"], Query(question, ["yes", "no"], yes_no=True), 120)
+                p_yes[name].append(decision.probabilities["yes"])
+        return p_yes
     finally:
         await provider.aclose()
 
@@ -86,7 +100,7 @@ def main() -> None:
                                     "ordinary_below_every_private": sum(s < lowest_private for s in ordinary)
                                     / len(ordinary)}
     (HERE / "question.json").write_text(json.dumps({**results, "p_yes": p_yes}, indent=1) + "\n")
-    lines = ["# The judge's private question, worded two ways", "",
+    lines = ["# The judge's private question, worded six ways", "",
              f"`bench/privacy/question.py`: {len(rows)} rows of calibration/privacy-seed.jsonl (half private), the judge's "
              "raw P(yes) for each wording. AUROC: how well it ranks private above ordinary; the private share of the "
              "lowest-scored half: what a bar letting half the prompts leave would let out; ordinary rows below every "
