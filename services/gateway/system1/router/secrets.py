@@ -28,6 +28,7 @@ key: a placeholder the detectors cannot tell from a value counts as one.
 
 from __future__ import annotations
 
+import itertools
 import re
 from functools import cache
 
@@ -88,8 +89,10 @@ _QUOTED_PAIR = re.compile(r"([\"'])([A-Za-z_][\w.\-]{0,60})\1[ \t]{0,3},[ \t]{0,
 _ELEMENT = re.compile(r"<((?i:pass|password|passwd|secret|token|apikey|api_key))\b[^<>]{0,60}>([^<\s]{6,200})</")
 _NETRC = re.compile(r"(?m)^[ \t]*password[ \t]+(\S{6,200})[ \t]*$")
 ASSIGNED = "Assigned Credential"
+#: A redacted or elided run, wherever it stands in a value.
+_REDACTED = r"x{4,}|X{4,}|\*{3,}|\.{3}"
 #: Values that stand where a credential would go: a made-up or redacted one, a reference.
-_PLACEHOLDER_VALUE = re.compile(r"x{4,}|X{4,}|\*{3,}|\.{3}|\$\{|^\$|\{\{|%\(|\(|^(?:true|false|null|none)$|"
+_PLACEHOLDER_VALUE = re.compile(_REDACTED + r"|\$\{|^\$|\{\{|%\(|\(|^(?:true|false|null|none)$|"
                                 r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$|"  # a dotted name: process.env.KEY, self.token
                                 r"(?i:your|example|changeme|placeholder|redacted|dummy|sample|here|xxx)", re.IGNORECASE)
 
@@ -109,7 +112,7 @@ def _detectors() -> list[tuple[re.Pattern[str], list[BasePlugin], bool]]:
 #: word every tutorial uses (`password`, `changeme`). Whole-value tests only: a real password
 #: that merely contains such a word still counts.
 _NAMED_PLACEHOLDER = re.compile(
-    r"\.{3}|…|x{4,}|X{4,}|\*{3,}|"
+    _REDACTED + r"|…|"
     # An environment variable's name that says what it holds (`PROD_DB_2024` may be a password).
     r"^(?=[A-Z0-9_]*(?:KEY|TOKEN|SECRET|PASS|PWD|SCHLUESSEL|CLAVE|VALUE|HERE))[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$|"
     r"^(?i:your|my|dein|deine|ihr|tu|tus|votre|ton|seu|sua|tuo|il_tuo|la_tua)[_\-\s]|"
@@ -155,11 +158,19 @@ def secrets_in(text: str) -> set[str]:
     found |= {kind for kind, pattern in _VENDOR_KEYS.items() if pattern.search(text)}
     if any(not heuristic.is_sequential_string(value) for value in _AUTH_HEADER.findall(text)):
         found.add(AUTH_HEADER)
-    named = (*_ASSIGNED.findall(text), *((n, v) for _, n, v in _QUOTED_PAIR.findall(text)), *_ELEMENT.findall(text))
-    if "Secret Keyword" not in found and (any(_named_credential(name, value) for name, value in named)
-                                          or any(_value_like(v) for v in (*_FLAG.findall(text), *_NETRC.findall(text)))):
+    if "Secret Keyword" not in found and _assigned_credential(text):
         found.add(ASSIGNED)
     return found
+
+
+def _assigned_credential(text: str) -> bool:
+    """Whether `text` gives a credential-like value to a credential's name, in any of the shapes
+    above, or passes one on a command line; each shape is scanned only until one is found."""
+    named = itertools.chain((m.group(1, 2) for m in _ASSIGNED.finditer(text)),
+                            (m.group(2, 3) for m in _QUOTED_PAIR.finditer(text)),
+                            (m.group(1, 2) for m in _ELEMENT.finditer(text)))
+    passed = (m.group(1) for pattern in (_FLAG, _NETRC) for m in pattern.finditer(text))
+    return any(_named_credential(name, value) for name, value in named) or any(_value_like(v) for v in passed)
 
 
 def _value_like(value: str) -> bool:
