@@ -22,6 +22,7 @@ ROOT = HERE.parents[1]
 sys.path[:0] = [str(ROOT / "engines" / "systemone"), str(ROOT / "services" / "gateway")]
 
 from system1.core.router_config import PRIVATE_KIND, DecisionSettings  # noqa: E402
+from system1.offline.calibrate import load  # noqa: E402
 from system1.offline.fitting import auroc  # noqa: E402
 from system1.offline.learning import Example, held_out  # noqa: E402
 from system1.router.precheck import findings_in  # noqa: E402
@@ -33,29 +34,19 @@ BARS = (0.01, 0.02, 0.03, 0.05, 0.1)
 FOLDS = 5
 
 
-def rows() -> list[dict]:
-    found = []
-    for name in SEEDS:
-        for line in (ROOT / "calibration" / name).read_text(encoding="utf-8").splitlines():
-            row = json.loads(line)
-            if row["kind"] == PRIVATE_KIND:
-                found.append({"prompt": row["context"]["prompt"], "private": row["label"] == "yes",
-                              "group": f"{name}:{row['meta'].get('group', row['meta']['id'])}"})
-    return found
-
-
 def main() -> None:
-    labelled = rows()
+    labelled = [row for name in SEEDS for row in load(ROOT / "calibration" / name) if row.kind == PRIVATE_KIND]
+    prompts = [row.context["prompt"] for row in labelled]
     chars = DecisionSettings().chars
-    vectors = E5().embed("", [decision_state(r["prompt"], chars) for r in labelled], kind="noul")
-    examples = [Example(kind=PRIVATE_KIND, options=("yes", "no"), label="yes" if r["private"] else "no",
+    vectors = E5().embed("", [decision_state(prompt, chars) for prompt in prompts], kind="noul")
+    examples = [Example(kind=PRIVATE_KIND, options=("yes", "no"), label=row.label,
                         embedding=[float(v) for v in vector], engine={}, embedder="systemone",
-                        model=E5.model, group=r["group"])
-                for r, vector in zip(labelled, vectors)]
+                        model=E5.model, group=row.group)
+                for row, vector in zip(labelled, vectors)]
     probabilities, _ = held_out(examples, FOLDS)
     p_private = [p["yes"] for p in probabilities]
-    private = [r["private"] for r in labelled]
-    caught = [bool(findings_in(r["prompt"], ())) for r in labelled]
+    private = [row.label == "yes" for row in labelled]
+    caught = [bool(findings_in(prompt, ())) for prompt in prompts]
     n_private, n_ordinary = sum(private), len(private) - sum(private)
     table = []
     for bar in BARS:
