@@ -11,7 +11,7 @@ import pytest
 
 from system1.core.gateway import Gateway
 from system1.providers.base import ProviderError, Query
-from system1.providers.llama import LlamaOptions, LlamaProvider
+from system1.providers.llama import LlamaOptions, LlamaProvider, mean_log_odds
 from tests.processes import free_port, server
 
 from ..unit.helpers import config_in
@@ -54,6 +54,20 @@ async def test_the_judge_ranks_destructive_commands_above_harmless_ones(judge):
     pairs = [(h, s) for h in HARMFUL for s in HARMLESS]
     ranked = sum(p_yes[h] > p_yes[s] for h, s in pairs) / len(pairs)
     assert ranked >= 0.8, p_yes
+
+
+async def test_a_yes_no_answer_is_the_mean_log_odds_of_both_option_orders(judge):
+    both, once = LlamaProvider(LlamaOptions(endpoint=judge)), LlamaProvider(LlamaOptions(endpoint=judge, both_orders=False))
+    state = {"command": "rsync -a --delete ./site/ deploy@web1:/var/www/"}  # a borderline command
+    try:
+        averaged = (await both.decide(state, Query(DESTRUCTIVE, ["yes", "no"], yes_no=True), 60)).probabilities["yes"]
+        yes_first = (await once.decide(state, Query(DESTRUCTIVE, ["yes", "no"], yes_no=True), 60)).probabilities["yes"]
+        no_first = (await once.decide(state, Query(DESTRUCTIVE, ["no", "yes"]), 60)).probabilities["yes"]
+    finally:
+        await both.aclose()
+        await once.aclose()
+    # The same prompts asked apart: llama-server's cached prefix may move the last digits.
+    assert averaged == pytest.approx(mean_log_odds(yes_first, no_first), abs=0.01)
 
 
 async def test_what_minilm_is_unsure_of_goes_to_the_judge_and_the_answer_names_both_stages(minilm, judge, tmp_path):

@@ -169,6 +169,71 @@ async def test_llama_keys_calibration_on_the_model_files_name_and_sends_only_the
     assert wire.requests[0].url.port == 8080
 
 
+def both_orders_reply(p_yes_first: float, p_yes_second: float | None, model: str = "qwen.gguf", index: int = 0) -> dict:
+    second = {"no": 1 - (p_yes_second or 0.0)} | ({} if p_yes_second is None else {"yes": p_yes_second})
+    return {"model": model, "answers": {
+        f"q{index}": {"type": "noul", "noul": p_yes_first},
+        f"q{index}_other_order": {"type": "choice", "choice": max(second, key=second.__getitem__),
+                                  "probabilities": second, "confidence": 0.1}}}
+
+
+async def test_llama_asks_yes_no_in_both_orders_and_answers_the_mean_log_odds():
+    wire = FakeWire(json_reply(both_orders_reply(0.8, 0.5)))
+    answer = await llama(wire).decide("git push --force", YES_NO, 5)
+    assert wire.bodies[0]["questions"] == {
+        "q0": {"type": "noul", "instructions": YES_NO.question},
+        "q0_other_order": {"type": "choice", "instructions": YES_NO.question, "criteria": {"no": "no", "yes": "yes"}},
+    }
+    assert list(wire.bodies[0]["questions"]["q0_other_order"]["criteria"]) == ["no", "yes"]  # no is option A
+    # Odds 4 and 1: their geometric mean 2, so P(yes) = 2/3.
+    assert answer.probabilities == pytest.approx({"yes": 2 / 3, "no": 1 / 3})
+    assert (answer.decision, answer.confidence) == ("yes", pytest.approx(2 / 3))
+    assert "yes first 0.80, no first 0.50, both" in answer.rationale
+
+
+async def test_llama_orders_that_disagree_leave_the_answer_with_the_surer_one():
+    answer = await llama(FakeWire(json_reply(both_orders_reply(0.6, 0.1)))).decide("rm -i notes.txt", YES_NO, 5)
+    # Odds 1.5 and 1/9: geometric mean √(1/6), P(yes) ≈ 0.290.
+    assert answer.decision == "no" and answer.probabilities["yes"] == pytest.approx(0.290, abs=1e-3)
+
+
+async def test_llama_orders_sure_both_ways_round_cancel_out():
+    answer = await llama(FakeWire(json_reply(both_orders_reply(1.0, 0.0)))).decide("rm -i notes.txt", YES_NO, 5)
+    assert answer.probabilities["yes"] == 0.5
+
+
+async def test_llama_asks_only_the_yes_no_questions_of_a_request_twice():
+    reply = both_orders_reply(0.9, 0.7, index=1)
+    reply["answers"]["q0"] = choice_reply()["answers"]["q0"]
+    wire = FakeWire(json_reply(reply))
+    choice, yes_no = await llama(wire).decide_many("a ticket", [QUERY, YES_NO], 5)
+    assert sorted(wire.bodies[0]["questions"]) == ["q0", "q1", "q1_other_order"]
+    assert choice.decision == "billing: charges, refunds" and yes_no.decision == "yes"
+
+
+@pytest.mark.parametrize("second", [{"no": 1.0}, {"no": -0.5, "yes": 1.5}], ids=["no P(yes)", "P(yes) above 1"])
+async def test_llama_an_other_order_answer_without_a_probability_of_yes_is_malformed(second):
+    reply = both_orders_reply(0.7, 0.5)
+    reply["answers"]["q0_other_order"]["probabilities"] = second
+    with pytest.raises(MalformedResponse, match="q0_other_order"):
+        await llama(FakeWire(json_reply(reply))).decide("ls", YES_NO, 5)
+
+
+async def test_llama_without_the_other_orders_answer_is_malformed():
+    wire = FakeWire(json_reply({"model": "m", "answers": {"q0": {"type": "noul", "noul": 0.7}}}))
+    with pytest.raises(MalformedResponse, match="q0_other_order"):
+        await llama(wire).decide("ls", YES_NO, 5)
+
+
+async def test_llama_asks_once_when_both_orders_is_off_and_never_for_choices():
+    wire = FakeWire(json_reply({"model": "m", "answers": {"q0": {"type": "noul", "noul": 0.7}}}))
+    answer = await llama(wire, both_orders=False).decide("ls", YES_NO, 5)
+    assert list(wire.bodies[0]["questions"]) == ["q0"] and answer.probabilities["yes"] == pytest.approx(0.7)
+    wire = FakeWire(json_reply(choice_reply()))
+    await llama(wire).decide(None, QUERY, 5)
+    assert list(wire.bodies[0]["questions"]) == ["q0"]
+
+
 async def test_llama_has_no_batch_endpoint_and_no_embeddings():
     with pytest.raises(ValueError, match="batch"):
         LlamaOptions(batch=True)
