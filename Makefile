@@ -252,6 +252,8 @@ bench-routellm: $(TOOLS)  ## the router on RouteLLM's public benchmark (MMLU, GS
 bench-cascade: $(TOOLS) $(LLAMA_SERVER) $(JUDGE_MODEL)  ## MiniLM, the llama judge and the cascade of both, on the blind and seed sets
 	$(BIN)/python -m pip install --quiet -r bench/requirements.txt
 	$(BIN)/python bench/cascade/run.py
+	$(BIN)/python bench/cascade/run.py --blind blind2.jsonl
+	$(BIN)/python bench/cascade/orders.py
 
 bench-distil: $(TOOLS) $(LLAMA_SERVER) $(JUDGE_MODEL)  ## MiniLM's heads from the seed sets alone and with the judge's labels on the pools, on both blind sets
 	$(BIN)/python -m pip install --quiet -r bench/requirements.txt
