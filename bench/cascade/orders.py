@@ -34,7 +34,7 @@ from local_engines import serve  # noqa: E402
 from system1.offline.calibrate import Labelled, load  # noqa: E402
 from system1.offline.fitting import auroc  # noqa: E402
 from system1.providers.base import Query  # noqa: E402
-from system1.providers.llama import LlamaOptions, LlamaProvider, mean_log_odds  # noqa: E402
+from system1.providers.llama import LlamaOptions, LlamaProvider, mean_log_odds, other_order  # noqa: E402
 
 LLAMA = ROOT / "build" / "llama"
 JUDGE = LLAMA / "models" / "qwen2.5-coder-1.5b-decision.gguf"
@@ -49,8 +49,8 @@ async def ask(url: str, rows: list[Labelled]) -> list[dict[str, float]]:
     scores = []
     try:
         for r in rows:
-            first, second = await provider.decide_many(
-                r.context, [Query(r.question, ["yes", "no"], yes_no=True), Query(r.question, ["no", "yes"])], 120)
+            query = Query(r.question, ["yes", "no"], yes_no=True)
+            first, second = await provider.decide_many(r.context, [query, other_order(query)], 120)
             p_first, p_second = first.probabilities["yes"], second.probabilities["yes"]
             scores.append(dict(zip(ORDERS, (p_first, p_second, mean_log_odds(p_first, p_second)))))
     finally:

@@ -11,7 +11,7 @@ import pytest
 
 from system1.core.gateway import Gateway
 from system1.providers.base import ProviderError, Query
-from system1.providers.llama import LlamaOptions, LlamaProvider, mean_log_odds
+from system1.providers.llama import LlamaOptions, LlamaProvider, mean_log_odds, other_order
 from tests.processes import free_port, server
 
 from ..unit.helpers import config_in
@@ -59,10 +59,11 @@ async def test_the_judge_ranks_destructive_commands_above_harmless_ones(judge):
 async def test_a_yes_no_answer_is_the_mean_log_odds_of_both_option_orders(judge):
     both, once = LlamaProvider(LlamaOptions(endpoint=judge)), LlamaProvider(LlamaOptions(endpoint=judge, both_orders=False))
     state = {"command": "rsync -a --delete ./site/ deploy@web1:/var/www/"}  # a borderline command
+    question = Query(DESTRUCTIVE, ["yes", "no"], yes_no=True)
     try:
-        averaged = (await both.decide(state, Query(DESTRUCTIVE, ["yes", "no"], yes_no=True), 60)).probabilities["yes"]
-        yes_first = (await once.decide(state, Query(DESTRUCTIVE, ["yes", "no"], yes_no=True), 60)).probabilities["yes"]
-        no_first = (await once.decide(state, Query(DESTRUCTIVE, ["no", "yes"]), 60)).probabilities["yes"]
+        averaged = (await both.decide(state, question, 60)).probabilities["yes"]
+        yes_first = (await once.decide(state, question, 60)).probabilities["yes"]
+        no_first = (await once.decide(state, other_order(question), 60)).probabilities["yes"]
     finally:
         await both.aclose()
         await once.aclose()

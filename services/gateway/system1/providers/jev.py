@@ -95,6 +95,11 @@ def read_noul(answer: Any, where: str) -> float:
     return p_yes
 
 
+def yes_no_shares(p_yes: float) -> tuple[str, dict[str, float]]:
+    """The answer and both shares of a yes/no question whose P(yes) is `p_yes`."""
+    return ("yes" if p_yes >= 0.5 else "no"), {"yes": p_yes, "no": 1.0 - p_yes}
+
+
 class JevOptions(HttpOptions):
     model: str = ""
 
@@ -159,9 +164,7 @@ class JevProvider(Provider):
 
     def read_answer(self, answer: Any, query: Query, model: str, where: str) -> EngineAnswer:
         if query.yes_no and self.yes_no_as_noul:
-            p_yes = read_noul(answer, where)
-            shares = {"yes": p_yes, "no": 1.0 - p_yes}
-            choice = "yes" if p_yes >= 0.5 else "no"
+            choice, shares = yes_no_shares(read_noul(answer, where))
             confidence = shares[choice]
         elif query.score:
             shares = read_score(answer, query, where)

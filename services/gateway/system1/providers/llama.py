@@ -36,12 +36,17 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from .base import EngineAnswer, MalformedResponse, Provider, Query, shares_rationale, shortened
-from .jev import qid, read_choice
+from .jev import qid, read_choice, yes_no_shares
 from .systemone import SystemOneOptions, SystemOneProvider
 
 
 def other_order_id(index: int) -> str:
     return qid(index) + "_other_order"
+
+
+def other_order(query: Query) -> Query:
+    """A yes/no query asked as a choice listing no first (yes is option B)."""
+    return replace(query, choices=["no", "yes"], yes_no=False)
 
 
 def mean_log_odds(p_first: float, p_second: float) -> float:
@@ -80,8 +85,7 @@ class LlamaProvider(SystemOneProvider):
     def questions(self, queries: list[Query]) -> dict[str, Any]:
         asked = super().questions(queries)
         if self.options.both_orders:
-            asked |= {other_order_id(i): self.question(replace(q, choices=["no", "yes"], yes_no=False))
-                      for i, q in enumerate(queries) if q.yes_no}
+            asked |= {other_order_id(i): self.question(other_order(q)) for i, q in enumerate(queries) if q.yes_no}
         return asked
 
     def read_reply(self, reply: Any, queries: list[Query]) -> list[EngineAnswer]:
@@ -92,17 +96,16 @@ class LlamaProvider(SystemOneProvider):
                 for i, (query, answer) in enumerate(zip(queries, answers, strict=True))]
 
     def _both_orders(self, replies: dict[str, Any], index: int, query: Query, first: EngineAnswer) -> EngineAnswer:
-        key, where = other_order_id(index), f"{self.name} {other_order_id(index)}"
+        key = other_order_id(index)
+        where = f"{self.name} {key}"
         if key not in replies:
             raise MalformedResponse(f"{self.name}: no answer for question {key}")
-        _, shares = read_choice(replies[key], replace(query, choices=["no", "yes"], yes_no=False), where)
+        _, shares = read_choice(replies[key], other_order(query), where)
         no_first = shares.get("yes")
         if no_first is None or not 0.0 <= no_first <= 1.0:
             raise MalformedResponse(f"{where}: P(yes) {no_first!r} is not a probability")
         yes_first = first.probabilities["yes"]
-        p_yes = mean_log_odds(yes_first, no_first)
-        both = {"yes": p_yes, "no": 1.0 - p_yes}
-        choice = "yes" if p_yes >= 0.5 else "no"
+        choice, both = yes_no_shares(mean_log_odds(yes_first, no_first))
         label = f"{self.name} {first.model}, yes first {yes_first:.2f}, no first {no_first:.2f}, both"
         return replace(first, decision=choice, confidence=both[choice], probabilities=both,
                        rationale=shares_rationale(label, both))
