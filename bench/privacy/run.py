@@ -50,8 +50,10 @@ CLOUD_KEYS = ("OPENROUTER_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_API_KEY")
 #: read e5's vectors (it read MiniLM's); "e5-head": that head on e5 before the router's training
 #: prompts grew from 156 to 1,216; "seed-927": before the privacy seed grew from 927 to 1,608
 #: prompts and the pre-check read `curl -u`, `define(…)`, XML and `.netrc` credentials and let
-#: named placeholders (`YOUR_API_KEY`) be; each kept as measured.
-LABELS = ("before", "judge-generic-fit", "minilm-head", "e5-head", "seed-927", "after")
+#: named placeholders (`YOUR_API_KEY`) be; "one-order": before the judge asked a yes/no question
+#: in both option orders and its private-question fit was refitted on all 1,608 prompts; each
+#: kept as measured.
+LABELS = ("before", "judge-generic-fit", "minilm-head", "e5-head", "seed-927", "one-order", "after")
 
 
 def blind(name: str = "blind.jsonl") -> list[dict]:
@@ -187,7 +189,7 @@ def summary(results: dict) -> dict:
         "cleared_decision_p90_ms": p([a["decision_ms"] for a in cleared], 90),
         "judged": len(judged), "judged_decision_p50_ms": p([a["decision_ms"] for a in judged], 50),
         "judged_decision_p90_ms": p([a["decision_ms"] for a in judged], 90),
-        "judge_unanswered": len(unanswered),
+        "judge_unanswered": len(unanswered), "judge_let_go": sum(1 for a in judged if not a["local_only"]),
     }
 
 
@@ -211,12 +213,14 @@ def report(name: str) -> str:
              "read the question), \"minilm-head\" before the private question's head read multilingual-e5-small's "
              "vectors (it read MiniLM's), and \"e5-head\" that head on e5 before the router's training prompts grew "
              "from 156 to 1,216, \"seed-927\" before the privacy seed grew from 927 to 1,608 prompts and the pre-check "
-             "read `curl -u`, `define(…)`, XML and `.netrc` credentials and let named placeholders be, each kept as "
-             "measured. The pre-check's time is CPU time in process; "
+             "read `curl -u`, `define(…)`, XML and `.netrc` credentials and let named placeholders be, \"one-order\" "
+             "before the judge asked a yes/no question in both option orders and had its private-question fit refitted "
+             "on all 1,608 prompts, each kept as measured. The last column counts the prompts passed to the judge "
+             "and, of them, those it let leave. The pre-check's time is CPU time in process; "
              "the decision's is the dry run's own figure.", "",
              "| | private prompts that leave | of them invisible to a pattern | false alarms (ordinary kept here) "
              "| caught: pre-check / stage 1 / stage 2 / no decision | pre-check p50 / p90 | decision p50 / p90, "
-             "stage 1 cleared | decision p50 / p90, passed to the judge |",
+             "stage 1 cleared | decision p50 / p90, passed to the judge (passed; let leave) |",
              "|---|---|---|---|---|---|---|---|"]
     for label, s in sums.items():
         caught = s["caught_by"]
@@ -226,7 +230,8 @@ def report(name: str) -> str:
             f"{caught.get('pre-check', 0)} / {caught.get('stage 1', 0)} / {caught.get('stage 2', 0)} / "
             f"{caught.get('no decision', 0)} | {fmt(s['precheck_p50_ms'])} / {fmt(s['precheck_p90_ms'])} | "
             f"{fmt(s['cleared_decision_p50_ms'])} / {fmt(s['cleared_decision_p90_ms'])} | "
-            f"{fmt(s['judged_decision_p50_ms'])} / {fmt(s['judged_decision_p90_ms'])} ({s['judged']}) |")
+            f"{fmt(s['judged_decision_p50_ms'])} / {fmt(s['judged_decision_p90_ms'])} "
+            f"({s['judged']}; {s['judge_let_go']}) |")
     for label, s in sums.items():
         lines += ["", f"## {label}: what leaked, what was kept for nothing", "",
                   f"- leaked, by category: {s['leaked_by_category'] or 'none'}",
