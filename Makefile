@@ -241,6 +241,8 @@ bench-privacy: $(TOOLS) $(LLAMA_SERVER) $(JUDGE_MODEL)  ## private prompts that 
 	$(BIN)/python bench/privacy/run.py --label after
 	$(BIN)/python bench/privacy/run.py --code build/before --label before --no-judge --blind blind2.jsonl
 	$(BIN)/python bench/privacy/run.py --label after --blind blind2.jsonl
+	$(BIN)/python bench/privacy/run.py --code build/before --label before --no-judge --blind blind3.jsonl
+	$(BIN)/python bench/privacy/run.py --label after --blind blind3.jsonl
 	git worktree remove --force build/before
 	$(BIN)/python bench/privacy/stage1.py
 	$(BIN)/python bench/privacy/bars.py

@@ -270,8 +270,8 @@ def main() -> None:
     parser.add_argument("--label", choices=LABELS, default="after")
     parser.add_argument("--no-judge", action="store_true", help="serve no judge (the code has no cascade)")
     parser.add_argument("--report", action="store_true", help="only write RESULTS.md and leaks.png")
-    parser.add_argument("--blind", default="blind.jsonl", help="the blind set beside this file (blind2.jsonl: the "
-                        "second, written after the first was measured); result files carry its name")
+    parser.add_argument("--blind", default="blind.jsonl", help="the blind set beside this file (blind2.jsonl, "
+                        "blind3.jsonl: written after the first was measured); result files carry its name")
     args = parser.parse_args()
     if not args.report:
         results = run(args.code.resolve(), args.label, not args.no_judge, args.blind)

