@@ -128,11 +128,11 @@ class Leaning(OneQuestionProvider):
         return Capabilities(max_options=None, model="leaning-model")
 
 
-def unsure_fast_stage_then(judge: Leaning, tmp_path, monkeypatch) -> Router:
+def unsure_fast_stage_then(judge: Leaning, tmp_path, monkeypatch, more: str = "") -> Router:
     """A router under `local_only` whose fast stage gives P(private) = 0.2, with `judge` as the
-    cascade's second stage."""
+    cascade's second stage (`more`: further `[gateway]` lines)."""
     monkeypatch.setenv("OPENROUTER_API_KEY", "sk-or-test")
-    toml = '[gateway]\nprovider = "systemone"\ncascade = ["mock"]\n'
+    toml = '[gateway]\nprovider = "systemone"\ncascade = ["mock"]\n' + more
     gateway = Gateway(config_in(tmp_path, toml), providers={"systemone": Leaning("systemone", 0.2), "mock": judge})
 
     @asynccontextmanager
@@ -152,6 +152,17 @@ async def test_where_the_fast_stage_is_unsure_the_local_judge_answers_the_privat
     report = plan.report()
     assert report["signals"]["private_by"] == "stage 2: mock" and report["signals"]["p_private"] == pytest.approx(judge_p)
     assert (plan.model == GEMMA) is local and (report["kept_local"] or {}).get("by") == by
+    await routed.aclose()
+
+
+async def test_with_the_private_kind_skipped_the_judge_is_not_asked_and_the_unsure_prompt_stays_here(
+        tmp_path, monkeypatch):
+    judge = Leaning("mock", 0.01)
+    routed = unsure_fast_stage_then(judge, tmp_path, monkeypatch, 'cascade_skip_kinds = ["router-private"]\n')
+    report = (await routed.plan("openai", body(), "alice")).report()
+    assert judge.asked == []
+    assert report["signals"]["p_private"] == pytest.approx(0.2) and report["signals"]["private_by"] == "stage 1: systemone"
+    assert report["model"] == GEMMA and report["kept_local"]["by"] == "decision"
     await routed.aclose()
 
 
