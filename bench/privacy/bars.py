@@ -2,10 +2,8 @@
 
     .venv/bin/python bench/privacy/bars.py   (the last step of make bench-privacy; about 10 CPU-minutes)
 
-The router-private rows of calibration/router-seed.jsonl and calibration/privacy-seed.jsonl are
-embedded as the first stage embeds them (serve.py's e5, the judged text as the router cuts it)
-and judged by a head and a temperature fitted, as `system1 learn` fits them, on the other folds
-(5 folds, whole groups held out). For each bar: the private rows that would leave (P(private)
+The router-private training rows, each with the first stage's P(private) from a fit that never
+saw its group (heldout.py). For each bar: the private rows that would leave (P(private)
 at most the bar and nothing for the pre-check to find) and the ordinary rows the first stage
 alone lets leave. No blind row is read: this is how a bar is chosen without spending a blind set.
 Writes BARS.md and bars.json beside this file.
@@ -14,39 +12,19 @@ Writes BARS.md and bars.json beside this file.
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
-sys.path[:0] = [str(ROOT / "engines" / "systemone"), str(ROOT / "services" / "gateway")]
+from heldout import FOLDS, HERE, SEEDS, held_out_rows
+from system1.offline.fitting import auroc
 
-from system1.core.router_config import PRIVATE_KIND, DecisionSettings  # noqa: E402
-from system1.offline.calibrate import load  # noqa: E402
-from system1.offline.fitting import auroc  # noqa: E402
-from system1.offline.learning import Example, held_out  # noqa: E402
-from system1.router.precheck import findings_in  # noqa: E402
-from system1.router.signals import decision_state  # noqa: E402
-from systemone_engine.backends import E5  # noqa: E402
-
-SEEDS = ("router-seed.jsonl", "privacy-seed.jsonl")
 BARS = (0.01, 0.02, 0.03, 0.05, 0.1)
-FOLDS = 5
 
 
 def main() -> None:
-    labelled = [row for name in SEEDS for row in load(ROOT / "calibration" / name) if row.kind == PRIVATE_KIND]
-    prompts = [row.context["prompt"] for row in labelled]
-    chars = DecisionSettings().chars
-    vectors = E5().embed("", [decision_state(prompt, chars) for prompt in prompts], kind="noul")
-    examples = [Example(kind=PRIVATE_KIND, options=("yes", "no"), label=row.label,
-                        embedding=[float(v) for v in vector], engine={}, embedder="systemone",
-                        model=E5.model, group=row.group)
-                for row, vector in zip(labelled, vectors)]
-    probabilities, _ = held_out(examples, FOLDS)
-    p_private = [p["yes"] for p in probabilities]
-    private = [row.label == "yes" for row in labelled]
-    caught = [bool(findings_in(prompt, ())) for prompt in prompts]
+    rows = held_out_rows()
+    labelled = [r.row for r in rows]
+    p_private = [r.p_private for r in rows]
+    private = [r.private for r in rows]
+    caught = [r.caught for r in rows]
     n_private, n_ordinary = sum(private), len(private) - sum(private)
     table = []
     for bar in BARS:
