@@ -23,6 +23,8 @@ from benchlib import free_port, wait_http
 ROOT = Path(__file__).resolve().parents[1]
 VENVS = ROOT / ".venvs"
 LLAMA = ROOT / "build" / "llama"
+#: The judge: Qwen2.5-Coder-1.5B-Instruct as a decision GGUF (`make judge-model`).
+JUDGE = LLAMA / "models" / "qwen2.5-coder-1.5b-decision.gguf"
 TINY = ROOT / "tests" / "contract"
 
 
@@ -43,6 +45,15 @@ def serve(stack: ExitStack, argv: list[str], health: str, env: dict[str, str] | 
     stack.callback(lambda: (process.terminate(), process.wait(timeout=30)))
     wait_http(health, timeout_s)
     return process.pid
+
+
+def judge_server(stack: ExitStack, slots: int = 1) -> tuple[int, int]:
+    """llama-server with the judge on a free port, 2 threads, stopped with `stack`: its port and pid."""
+    port = free_port()
+    pid = serve(stack, [str(LLAMA / "bin" / "llama-server"), "-m", str(JUDGE), "--alias", "qwen2.5-coder-1.5b-decision",
+                        "--host", "127.0.0.1", "--port", str(port), "-c", "4096", "-np", str(slots), "-t", "2"],
+                f"http://127.0.0.1:{port}/health")
+    return port, pid
 
 
 def tiny(script: str, venv: str, out: Path, *args: str) -> Path:

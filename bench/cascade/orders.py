@@ -29,15 +29,12 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path[:0] = [str(HERE.parent), str(ROOT / "services" / "gateway")]
 
-from benchlib import free_port  # noqa: E402
-from local_engines import serve  # noqa: E402
+from local_engines import judge_server  # noqa: E402
 from system1.offline.calibrate import Labelled, load  # noqa: E402
 from system1.offline.fitting import auroc  # noqa: E402
 from system1.providers.base import Query  # noqa: E402
 from system1.providers.llama import LlamaOptions, LlamaProvider, mean_log_odds, other_order  # noqa: E402
 
-LLAMA = ROOT / "build" / "llama"
-JUDGE = LLAMA / "models" / "qwen2.5-coder-1.5b-decision.gguf"
 DEFAULT_FILES = [ROOT / "calibration" / "command-questions-seed.jsonl"]
 ORDERS = ("yes first", "no first", "both")
 
@@ -125,10 +122,7 @@ def main() -> None:
     if not rows:
         sys.exit("orders.py: no yes/no rows in " + ", ".join(map(str, args.files)))
     with ExitStack() as stack:
-        port = free_port()
-        serve(stack, [str(LLAMA / "bin" / "llama-server"), "-m", str(JUDGE), "--alias", "qwen2.5-coder-1.5b-decision",
-                      "--host", "127.0.0.1", "--port", str(port), "-c", "4096", "-np", "1", "-t", "2"],
-              f"http://127.0.0.1:{port}/health")
+        port, _ = judge_server(stack)
         url = f"http://127.0.0.1:{port}"
         medians = asyncio.run(latency(url, rows[: args.timing_rows])) if args.timing_rows > 0 else None
         scores = asyncio.run(ask(url, rows))

@@ -40,12 +40,10 @@ ROOT = HERE.parents[1]
 sys.path[:0] = [str(HERE.parent), str(ROOT / "services" / "gateway")]
 
 from benchlib import free_port, percentile  # noqa: E402
-from local_engines import serve  # noqa: E402
+from local_engines import JUDGE, LLAMA, judge_server, serve  # noqa: E402
 from system1.core.config import load_config  # noqa: E402
 from system1.core.gateway import Gateway  # noqa: E402
 
-LLAMA = ROOT / "build" / "llama"
-JUDGE = LLAMA / "models" / "qwen2.5-coder-1.5b-decision.gguf"
 SEEDS = ("yes-no", "tool-choice", "tier", "many-questions")
 # name: (primary, cascade, learned heads). The judge alone runs without heads: a head answers
 # whichever engine is asked, so with them "the judge" would be MiniLM's heads on their kinds.
@@ -124,12 +122,10 @@ def summary(table: list[dict], answers: list[dict], latencies: list[float]) -> d
 def start_engines(stack: ExitStack) -> tuple[int, int, int, int]:
     """The MiniLM server and llama-server with the judge on free ports, stopped with `stack`:
     their ports and process ids."""
-    minilm_port, judge_port = free_port(), free_port()
+    minilm_port = free_port()
     minilm_pid = serve(stack, [sys.executable, str(ROOT / "engines" / "systemone" / "serve.py"), "--port", str(minilm_port)],
                        f"http://127.0.0.1:{minilm_port}/health", {"SYSTEMONE_THREADS": "2"})
-    judge_pid = serve(stack, [str(LLAMA / "bin" / "llama-server"), "-m", str(JUDGE), "--alias", "qwen2.5-coder-1.5b-decision",
-                              "--host", "127.0.0.1", "--port", str(judge_port), "-c", "4096", "-np", "1", "-t", "2"],
-                      f"http://127.0.0.1:{judge_port}/health")
+    judge_port, judge_pid = judge_server(stack)
     return minilm_port, judge_port, minilm_pid, judge_pid
 
 

@@ -25,15 +25,12 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path[:0] = [str(HERE.parent), str(ROOT / "services" / "gateway")]
 
-from benchlib import free_port  # noqa: E402
-from local_engines import serve  # noqa: E402
+from local_engines import judge_server  # noqa: E402
 from system1.offline.fitting import auroc  # noqa: E402
 from system1.providers.base import Query  # noqa: E402
 from system1.providers.llama import LlamaOptions, LlamaProvider  # noqa: E402
 from system1.router.signals import PRIVATE_QUESTION  # noqa: E402
 
-LLAMA = ROOT / "build" / "llama"
-JUDGE = LLAMA / "models" / "qwen2.5-coder-1.5b-decision.gguf"
 #: The wording the router ships, one that spells out what the privacy rule means, and four
 #: narrower questions, one per kind of private data (would one of them be easier for the judge?).
 WORDINGS = {
@@ -82,10 +79,7 @@ def main() -> None:
     args = parser.parse_args()
     rows = sample(args.per_class)
     with ExitStack() as stack:
-        port = free_port()
-        serve(stack, [str(LLAMA / "bin" / "llama-server"), "-m", str(JUDGE), "--alias", "qwen2.5-coder-1.5b-decision",
-                      "--host", "127.0.0.1", "--port", str(port), "-c", "4096", "-np", "1", "-t", "2"],
-              f"http://127.0.0.1:{port}/health")
+        port, _ = judge_server(stack)
         p_yes = asyncio.run(ask(f"http://127.0.0.1:{port}", rows))
     private = [r["label"] == "yes" for r in rows]
     results = {"rows": len(rows), "wordings": WORDINGS, "figures": {}}

@@ -40,10 +40,8 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE.parent))
 
 from benchlib import free_port, percentile, served_gateway  # noqa: E402
-from local_engines import serve  # noqa: E402
+from local_engines import judge_server, serve  # noqa: E402
 
-LLAMA = ROOT / "build" / "llama"
-JUDGE = LLAMA / "models" / "qwen2.5-coder-1.5b-decision.gguf"
 CLOUD_KEYS = ("OPENROUTER_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_API_KEY")
 #: "judge-generic-fit": this code before the judge had a fit for the private question (it read
 #: the judge through its unseen-question fit); "minilm-head": before the router-private head
@@ -123,10 +121,7 @@ def run(code: Path, label: str, judge: bool, name: str) -> dict:
               f"http://127.0.0.1:{minilm_port}/health", {"SYSTEMONE_THREADS": "2", "SYSTEMONE_EMBEDDERS": "e5"})
         judge_url = None
         if judge:
-            port = free_port()
-            serve(stack, [str(LLAMA / "bin" / "llama-server"), "-m", str(JUDGE), "--alias", "qwen2.5-coder-1.5b-decision",
-                          "--host", "127.0.0.1", "--port", str(port), "-c", "4096", "-np", "2", "-t", "2"],
-                  f"http://127.0.0.1:{port}/health")
+            port, _ = judge_server(stack, slots=2)
             judge_url = f"http://127.0.0.1:{port}"
         text = config(code, f"http://127.0.0.1:{minilm_port}", judge_url)
         env = {**keys, "PYTHONPATH": str(code / "services" / "gateway")}

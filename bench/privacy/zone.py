@@ -24,7 +24,7 @@ import random
 import sys
 from contextlib import ExitStack
 
-from heldout import FOLDS, HERE, ROOT, HeldOut, held_out_rows
+from heldout import FOLDS, HERE, HeldOut, held_out_rows
 
 sys.path.insert(0, str(HERE.parent))
 
@@ -32,16 +32,13 @@ import numpy as np  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
 from sklearn.model_selection import GroupKFold, cross_val_predict  # noqa: E402
 
-from benchlib import free_port  # noqa: E402
-from local_engines import serve  # noqa: E402
+from local_engines import judge_server  # noqa: E402
 from system1.core.router_config import DecisionSettings, RouterSettings  # noqa: E402
 from system1.offline.fitting import auroc  # noqa: E402
 from system1.providers.base import Query  # noqa: E402
 from system1.providers.llama import LlamaOptions, LlamaProvider  # noqa: E402
 from system1.router.signals import PRIVATE_QUESTION, decision_state  # noqa: E402
 
-LLAMA = ROOT / "build" / "llama"
-JUDGE = LLAMA / "models" / "qwen2.5-coder-1.5b-decision.gguf"
 QUESTIONS = {
     "router's question": PRIVATE_QUESTION,
     "narrower wording": "Does this text reveal something about a specific real person or company that they "
@@ -91,10 +88,7 @@ def main() -> None:
     drawn = (rng.sample([r for r in zone if r.private], args.private)
              + rng.sample([r for r in zone if not r.private], args.ordinary))
     with ExitStack() as stack:
-        port = free_port()
-        serve(stack, [str(LLAMA / "bin" / "llama-server"), "-m", str(JUDGE), "--alias", "qwen2.5-coder-1.5b-decision",
-                      "--host", "127.0.0.1", "--port", str(port), "-c", "4096", "-np", "1", "-t", "2"],
-              f"http://127.0.0.1:{port}/health")
+        port, _ = judge_server(stack)
         answers = asyncio.run(judge(f"http://127.0.0.1:{port}", drawn))
     labels = [r.private for r in drawn]
     first = [logit(r.p_private) for r in drawn]
