@@ -117,8 +117,8 @@ def main() -> None:
             sys.exit(f"{needed} is missing: make llama-server judge-model")
     results: dict = {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs", "arms": {}}
     with ExitStack() as stack, tempfile.TemporaryDirectory() as tmp:
-        minilm_port, judge_port, minilm_pid, judge_pid = start_engines(stack)
-        toml = config(f"http://127.0.0.1:{minilm_port}", f"http://127.0.0.1:{judge_port}")
+        minilm_url, judge_url, minilm_pid, judge_pid = start_engines(stack)
+        toml = config(minilm_url, judge_url)
         for arm, extra in ARMS.items():
             state = Path(tmp) / arm
             report = learn(toml, state, extra)

@@ -122,8 +122,7 @@ def main() -> None:
     if not rows:
         sys.exit("orders.py: no yes/no rows in " + ", ".join(map(str, args.files)))
     with ExitStack() as stack:
-        port, _ = judge_server(stack)
-        url = f"http://127.0.0.1:{port}"
+        url, _ = judge_server(stack)
         medians = asyncio.run(latency(url, rows[: args.timing_rows])) if args.timing_rows > 0 else None
         scores = asyncio.run(ask(url, rows))
     table = figures(rows, scores)

@@ -119,14 +119,14 @@ def summary(table: list[dict], answers: list[dict], latencies: list[float]) -> d
     }
 
 
-def start_engines(stack: ExitStack) -> tuple[int, int, int, int]:
+def start_engines(stack: ExitStack) -> tuple[str, str, int, int]:
     """The MiniLM server and llama-server with the judge on free ports, stopped with `stack`:
-    their ports and process ids."""
+    their URLs and process ids."""
     minilm_port = free_port()
     minilm_pid = serve(stack, [sys.executable, str(ROOT / "engines" / "systemone" / "serve.py"), "--port", str(minilm_port)],
                        f"http://127.0.0.1:{minilm_port}/health", {"SYSTEMONE_THREADS": "2"})
-    judge_port, judge_pid = judge_server(stack)
-    return minilm_port, judge_port, minilm_pid, judge_pid
+    judge_url, judge_pid = judge_server(stack)
+    return f"http://127.0.0.1:{minilm_port}", judge_url, minilm_pid, judge_pid
 
 
 async def run(per_set: int, blind_file: str) -> dict:
@@ -135,12 +135,12 @@ async def run(per_set: int, blind_file: str) -> dict:
                      "systems": {}}
     with ExitStack() as stack, tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        minilm_port, judge_port, minilm_pid, judge_pid = start_engines(stack)
+        minilm_url, judge_url, minilm_pid, judge_pid = start_engines(stack)
         for name, (provider, cascade, heads) in SYSTEMS.items():
             toml = (f'[gateway]\nprovider = "{provider}"\ncascade = {json.dumps(cascade)}\ntimeout_s = 60\n'
                     f'[learning]\nenabled = {str(heads).lower()}\n'
-                    f'[providers.systemone]\nendpoint = "http://127.0.0.1:{minilm_port}"\nmax_options = 256\nbatch = true\n'
-                    f'[providers.llama]\nendpoint = "http://127.0.0.1:{judge_port}"\nmax_options = 52\n')
+                    f'[providers.systemone]\nendpoint = "{minilm_url}"\nmax_options = 256\nbatch = true\n'
+                    f'[providers.llama]\nendpoint = "{judge_url}"\nmax_options = 52\n')
             (work / f"{name}.toml").write_text(toml)
             config = load_config({"SYSTEM1_CONFIG": str(work / f"{name}.toml"), "SYSTEM1_INSTALL_DIR": str(work / name)})
             if config.errors:

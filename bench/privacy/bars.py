@@ -21,7 +21,6 @@ BARS = (0.01, 0.02, 0.03, 0.05, 0.1)
 
 def main() -> None:
     rows = held_out_rows()
-    labelled = [r.row for r in rows]
     p_private = [r.p_private for r in rows]
     private = [r.private for r in rows]
     caught = [r.caught for r in rows]
@@ -32,11 +31,11 @@ def main() -> None:
         table.append({"bar": bar,
                       "private_leaving": sum(c and t and not k for c, t, k in zip(cleared, private, caught)),
                       "ordinary_cleared": sum(c and not t and not k for c, t, k in zip(cleared, private, caught))})
-    out = {"rows": len(labelled), "private": n_private, "ordinary": n_ordinary, "folds": FOLDS,
+    out = {"rows": len(rows), "private": n_private, "ordinary": n_ordinary, "folds": FOLDS,
            "auroc": auroc(p_private, private), "bars": table}
     (HERE / "bars.json").write_text(json.dumps(out, indent=1) + "\n")
     lines = ["# max_leave_probability on the training rows, held out", "",
-             f"`bench/privacy/bars.py`: the {len(labelled)} router-private rows of {' and '.join(SEEDS)} "
+             f"`bench/privacy/bars.py`: the {len(rows)} router-private rows of {' and '.join(SEEDS)} "
              f"({n_private} private), each judged by an e5 head and a temperature fitted on the other folds "
              f"({FOLDS} folds, groups held out whole; AUROC {out['auroc']:.3f}). Leaving: P(private) at most the "
              "bar and nothing for the pre-check to find. No blind row is read.", "",

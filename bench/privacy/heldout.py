@@ -30,11 +30,14 @@ FOLDS = 5
 @dataclass(frozen=True)
 class HeldOut:
     row: Labelled
-    prompt: str
     #: The first stage's P(private) from a fit that never saw this row's group.
     p_private: float
     #: Whether the pre-check finds something (then no decision is needed to keep it here).
     caught: bool
+
+    @property
+    def prompt(self) -> str:
+        return self.row.context["prompt"]
 
     @property
     def private(self) -> bool:
@@ -51,5 +54,5 @@ def held_out_rows() -> list[HeldOut]:
                         model=E5.model, group=row.group)
                 for row, vector in zip(labelled, vectors)]
     probabilities, _ = held_out(examples, FOLDS)
-    return [HeldOut(row, prompt, p["yes"], bool(findings_in(prompt, ())))
+    return [HeldOut(row, p["yes"], bool(findings_in(prompt, ())))
             for row, prompt, p in zip(labelled, prompts, probabilities)]

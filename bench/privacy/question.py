@@ -79,8 +79,8 @@ def main() -> None:
     args = parser.parse_args()
     rows = sample(args.per_class)
     with ExitStack() as stack:
-        port, _ = judge_server(stack)
-        p_yes = asyncio.run(ask(f"http://127.0.0.1:{port}", rows))
+        url, _ = judge_server(stack)
+        p_yes = asyncio.run(ask(url, rows))
     private = [r["label"] == "yes" for r in rows]
     results = {"rows": len(rows), "wordings": WORDINGS, "figures": {}}
     for name, scores in p_yes.items():

@@ -119,10 +119,7 @@ def run(code: Path, label: str, judge: bool, name: str) -> dict:
         minilm_port = free_port()
         serve(stack, [sys.executable, str(ROOT / "engines" / "systemone" / "serve.py"), "--port", str(minilm_port)],
               f"http://127.0.0.1:{minilm_port}/health", {"SYSTEMONE_THREADS": "2", "SYSTEMONE_EMBEDDERS": "e5"})
-        judge_url = None
-        if judge:
-            port, _ = judge_server(stack, slots=2)
-            judge_url = f"http://127.0.0.1:{port}"
+        judge_url = judge_server(stack, slots=2)[0] if judge else None
         text = config(code, f"http://127.0.0.1:{minilm_port}", judge_url)
         env = {**keys, "PYTHONPATH": str(code / "services" / "gateway")}
         url, _, _ = stack.enter_context(served_gateway(text, env))

@@ -88,8 +88,8 @@ def main() -> None:
     drawn = (rng.sample([r for r in zone if r.private], args.private)
              + rng.sample([r for r in zone if not r.private], args.ordinary))
     with ExitStack() as stack:
-        port, _ = judge_server(stack)
-        answers = asyncio.run(judge(f"http://127.0.0.1:{port}", drawn))
+        url, _ = judge_server(stack)
+        answers = asyncio.run(judge(url, drawn))
     labels = [r.private for r in drawn]
     first = [logit(r.p_private) for r in drawn]
     systems = {"first stage alone, refitted in the zone": stacked(drawn, [[f] for f in first])}
