@@ -3,7 +3,7 @@
 Shared by bars.py and zone.py. The router-private rows of calibration/router-seed.jsonl and
 calibration/privacy-seed.jsonl are embedded as the first stage embeds them (serve.py's e5, the
 judged text as the router cuts it) and judged by a head and a temperature fitted, as `system1
-learn` fits them, on the other folds (5 folds, whole groups held out). No blind row is read.
+learn` fits them (on the wording too where the shipped head reads it), on the other folds (5 folds, whole groups held out). No blind row is read.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path[:0] = [str(ROOT / "engines" / "systemone"), str(ROOT / "services" / "gateway")]
 
+from system1.core import lexical  # noqa: E402
+from system1.core.heads import Heads  # noqa: E402
 from system1.core.router_config import PRIVATE_KIND, DecisionSettings  # noqa: E402
 from system1.offline.calibrate import Labelled, load  # noqa: E402
 from system1.offline.learning import Example, held_out  # noqa: E402
@@ -44,15 +46,23 @@ class HeldOut:
         return self.row.label == "yes"
 
 
+def shipped_reads_wording() -> bool:
+    """Whether the shipped e5 head reads the wording as well as the embedding (then so do the
+    held-out fits here)."""
+    heads = Heads.load(None).candidates(PRIVATE_KIND, "systemone", ["yes", "no"])
+    return any(h.model == E5.model and h.lexical for h in heads)
+
+
 def held_out_rows() -> list[HeldOut]:
     labelled = [row for name in SEEDS for row in load(ROOT / "calibration" / name) if row.kind == PRIVATE_KIND]
     prompts = [row.context["prompt"] for row in labelled]
     chars = DecisionSettings().chars
-    vectors = E5().embed("", [decision_state(prompt, chars) for prompt in prompts], kind="noul")
+    states = [decision_state(prompt, chars) for prompt in prompts]
+    vectors = E5().embed("", states, kind="noul")
     examples = [Example(kind=PRIVATE_KIND, options=("yes", "no"), label=row.label,
                         embedding=[float(v) for v in vector], engine={}, embedder="systemone",
-                        model=E5.model, group=row.group)
-                for row, vector in zip(labelled, vectors)]
-    probabilities, _ = held_out(examples, FOLDS)
+                        model=E5.model, group=row.group, lexical=lexical.features(state))
+                for row, vector, state in zip(labelled, vectors, states)]
+    probabilities, _ = held_out(examples, FOLDS, wording=shipped_reads_wording())
     return [HeldOut(row, p["yes"], bool(findings_in(prompt, ())))
             for row, prompt, p in zip(labelled, prompts, probabilities)]

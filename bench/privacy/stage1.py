@@ -66,10 +66,11 @@ def main() -> None:
     for name, (head, embedder) in embedders().items():
         extra = head.model_extra or {}
         entry = {"model": head.model, "seed_rows": extra.get("n"), "seed_held_out_accuracy": extra.get("accuracy"),
-                 "blind": {}}
+                 "wording": "yes" if head.lexical else "no", "blind": {}}
         for set_name, prompts in blind.items():
             states = [decision_state(p["prompt"], chars) for p in prompts]
-            p_private = [head.probabilities([float(x) for x in v])["yes"] for v in embedder.embed("", states, kind="noul")]
+            vectors = embedder.embed("", states, kind="noul")
+            p_private = [head.probabilities([float(x) for x in v], state)["yes"] for v, state in zip(vectors, states)]
             entry["blind"][set_name] = {**figures(p_private, [p["private"] for p in prompts]),
                                         "p_private": dict(zip((p["id"] for p in prompts), p_private))}
         out["embedders"][name] = entry
@@ -78,11 +79,11 @@ def main() -> None:
              f"`bench/privacy/stage1.py`: the shipped `{KIND}` heads, one per embedding model, asked about each blind "
              f"set. Cleared: P(private) <= {BAR} (the prompt may leave); kept: P(private) >= {1 - BAR}; the rest go "
              "to the judge. Seed: the head's held-out accuracy on its seed rows (grouped), from its report.", "",
-             "| embedder | seed held-out accuracy | set | AUROC | ordinary cleared | private cleared | "
-             "private kept | ordinary kept | passed on |", "|---|---|---|---|---|---|---|---|---|"]
+             "| embedder | seed held-out accuracy | reads the wording | set | AUROC | ordinary cleared | private cleared | "
+             "private kept | ordinary kept | passed on |", "|---|---|---|---|---|---|---|---|---|---|"]
     for name, entry in out["embedders"].items():
         for set_name, f in entry["blind"].items():
-            lines.append(f"| {name} | {entry['seed_held_out_accuracy']:.0%} | {set_name} | {f['auroc']:.3f} | "
+            lines.append(f"| {name} | {entry['seed_held_out_accuracy']:.0%} | {entry['wording']} | {set_name} | {f['auroc']:.3f} | "
                          f"{f['cleared_ordinary']} of {f['ordinary']} | {f['cleared_private']} of {f['private']} | "
                          f"{f['kept_private']} | {f['kept_ordinary']} | {f['passed_on']} |")
     (HERE / "STAGE1.md").write_text("\n".join(lines) + "\n")

@@ -116,6 +116,33 @@ async def test_an_explicit_kind_picks_the_head_whatever_the_wording(tmp_path):
     assert (await g.decide({**reworded, "kind": "other"})).calibration != "head"
 
 
+async def test_a_head_that_reads_the_wording_tells_apart_contexts_the_embedding_cannot(tmp_path):
+    from system1.core import lexical
+
+    # The embedder puts every `rm` command at the same point; the flag `-i` (asks before each
+    # file) carries the difference, and only the wording term sees it.
+    asks = lexical.features({"command": "rm -i notes.txt"})
+    forces = lexical.features({"command": "rm -rf notes.txt"})
+    only_asks = sorted(set(asks) - set(forces))
+    head = DESTRUCTIVE.model_copy(update={"lexical": {bucket: [-40.0, 40.0] for bucket in only_asks}})
+    g = with_heads(tmp_path, Embedding(), head)
+    forced = await g.decide({"question": QUESTION, "context": {"command": "rm -rf notes.txt"}})
+    asked = await g.decide({"question": QUESTION, "context": {"command": "rm -i notes.txt"}})
+    assert forced.decision == "yes" and forced.calibration == "head"
+    assert asked.decision == "no" and asked.calibration == "head"
+
+
+def test_lexical_weights_outside_the_buckets_or_short_of_an_option_are_refused():
+    from system1.core import lexical
+
+    with pytest.raises(ValueError, match="bucket"):
+        DESTRUCTIVE.model_validate({**DESTRUCTIVE.model_dump(), "lexical": {lexical.DIM: [1.0, 0.0]}})
+    with pytest.raises(ValueError, match="one weight per option"):
+        DESTRUCTIVE.model_validate({**DESTRUCTIVE.model_dump(), "lexical": {"7": [1.0]}})
+    read = DESTRUCTIVE.model_validate(json.loads(json.dumps({**DESTRUCTIVE.model_dump(), "lexical": {7: [1.0, 0.0]}})))
+    assert read.lexical == {7: [1.0, 0.0]}  # JSON's string keys are read back as buckets
+
+
 async def test_a_head_for_another_embedder_model_is_ignored(tmp_path):
     g = with_heads(tmp_path, Embedding(model="emb-2"), DESTRUCTIVE)
     decision = await g.decide({"question": QUESTION, "context": {"command": "rm -rf /"}})

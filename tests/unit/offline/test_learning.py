@@ -94,6 +94,32 @@ def test_a_head_that_does_not_beat_the_engine_stays_off_and_says_why():
     assert "does not beat the engine" in result.why_not
 
 
+def worded(rows: list[Example], decisive: bool, seed: int = 0) -> list[Example]:
+    """The rows with the wording of their commands: `decisive`, a destructive row's command has
+    a flag the others lack; otherwise both labels draw their words alike."""
+    from system1.core import lexical
+
+    rng = random.Random(seed)
+    flags = ["--verbose", "--color", "-q", "--dry-run-report"]
+    out = []
+    for r in rows:
+        flag = "--force" if decisive and r.label == "yes" else rng.choice(flags)
+        out.append(replace(r, lexical=lexical.features({"command": f"tool{rng.randrange(40)} {flag} target{rng.randrange(40)}"})))
+    return out
+
+
+@pytest.mark.needs_sklearn
+def test_a_head_reads_the_wording_only_where_it_predicts_held_out_rows_better():
+    base = examples(120, 0.5, 0.5)  # an embedding that barely separates the labels
+    decided = learn_kind(worded(base, decisive=True), k=5, threshold=0.6, curve=False, repeats=2)
+    assert decided.wording and decided.head["accuracy"] > 0.95 > decided.embedding_only["accuracy"]
+    head = decided.fitted
+    assert head.lexical and head.probabilities([0.0] * 8, {"command": "tool3 --force target9"})["yes"] > 0.8
+    assert head.probabilities([0.0] * 8, {"command": "tool3 --color target9"})["yes"] < 0.2
+    noise = learn_kind(worded(examples(120, 2.0, 0.5), decisive=False), k=5, threshold=0.6, curve=False, repeats=2)
+    assert not noise.wording and noise.fitted.lexical is None and noise.embedding_only is not None
+
+
 def test_a_kind_with_too_few_rows_for_an_option_gets_no_head():
     rows = [e for e in examples(60, 2.0, 0.5) if e.label == "no"] + examples(60, 2.0, 0.5)[1:8:2]
     result = learn_kind(rows, k=5, threshold=0.6, curve=False)

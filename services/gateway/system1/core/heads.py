@@ -13,7 +13,9 @@ a yes/no question (see `kind_of`).
 Heads file, format version 1: `{"format": "system1-heads", "version": 1, "heads": [...]}`, each
 head naming its kind, the embedder (provider and model id: a head for another embedder is
 ignored), its options in order, `weights` (one row of `dim` numbers per option), `bias`,
-`temperature`, and for people `n`, `accuracy` and `engine_accuracy` (held-out). Two files are
+`temperature`, optionally `lexical` (the weights of the wording features of `lexical.py` that
+any training row had: bucket index to one weight per option), and for people `n`, `accuracy`
+and `engine_accuracy` (held-out). Two files are
 read, as for calibration: the installation's own (`<install dir>/heads.json`) over the shipped
 one. Serving is a few hundred multiply-adds per option, in plain Python.
 """
@@ -27,6 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from . import lexical
 from .stored import VersionedFile, read_all
 
 FORMAT = "system1-heads"
@@ -59,6 +62,8 @@ class Head(BaseModel):
     weights: list[list[float]]
     bias: list[float]
     temperature: float = Field(default=1.0, gt=0.0)
+    #: Wording features' weights, by bucket (see `lexical.py`); None: the head reads the embedding alone.
+    lexical: dict[int, list[float]] | None = None
 
     @model_validator(mode="after")
     def _shapes(self) -> Head:
@@ -66,6 +71,10 @@ class Head(BaseModel):
             raise ValueError("a head needs one weight row and one bias per option")
         if len({len(row) for row in self.weights}) != 1:
             raise ValueError("every weight row must have the same length")
+        for bucket, row in (self.lexical or {}).items():
+            if not 0 <= bucket < lexical.DIM or len(row) != len(self.options):
+                raise ValueError(f"lexical weights need buckets in [0, {lexical.DIM}) and one weight per option; "
+                                 f"bucket {bucket} has {len(row)}")
         return self
 
     @property
@@ -75,12 +84,18 @@ class Head(BaseModel):
     def fits(self, choices: list[str]) -> bool:
         return sorted(self.options) == sorted(choices)
 
-    def probabilities(self, vector: list[float]) -> dict[str, float] | None:
-        """The head's calibrated probabilities for an embedding; None when its size is wrong."""
+    def probabilities(self, vector: list[float], context: Any = None) -> dict[str, float] | None:
+        """The head's calibrated probabilities for an embedding (and, for a head that reads the
+        wording, the request's context); None when the embedding's size is wrong."""
         if len(vector) != self.dim:
             return None
-        logits = [(sum(w * x for w, x in zip(row, vector)) + b) / self.temperature
-                  for row, b in zip(self.weights, self.bias)]
+        scores = [sum(w * x for w, x in zip(row, vector)) + b for row, b in zip(self.weights, self.bias)]
+        if self.lexical:
+            for bucket, value in lexical.features(context).items():
+                row = self.lexical.get(bucket)
+                if row is not None:
+                    scores = [s + w * value for s, w in zip(scores, row)]
+        logits = [s / self.temperature for s in scores]
         top = max(logits)
         powers = [math.exp(v - top) for v in logits]
         total = sum(powers)
@@ -90,7 +105,8 @@ class Head(BaseModel):
         extra = self.model_extra or {}
         facts = [f"{extra['n']} rows" if "n" in extra else "",
                  f"held-out accuracy {extra['accuracy']:.0%}" if "accuracy" in extra else "",
-                 f"engine {extra['engine_accuracy']:.0%}" if "engine_accuracy" in extra else ""]
+                 f"engine {extra['engine_accuracy']:.0%}" if "engine_accuracy" in extra else "",
+                 "reads the wording" if self.lexical else ""]
         shown = ", ".join(f for f in facts if f)
         return f"the learned head for kind {self.kind!r} on {self.model}" + (f" ({shown})" if shown else "")
 

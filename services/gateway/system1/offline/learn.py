@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..core import lexical
 from ..core.heads import Head, HeadsFile
 from ..client.service_client import GatewayError, ServiceClient
 from .calibrate import Labelled, progress_bar
@@ -41,7 +42,7 @@ async def ask_all(service: ServiceClient, rows: list[Labelled], progress: bool,
             else:
                 examples.append(Example(embedded["kind"], tuple(row.choices), row.label, embedded["embedding"],
                                         body["probabilities"], embedded["embedder"], embedded["model"], teacher,
-                                        row.group))
+                                        row.group, lexical.features(request.get("context"))))
         if progress:
             progress_bar(index, len(rows), "asking")
     return examples, problems
@@ -74,6 +75,17 @@ def _ece(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
+def _head_cell(result: KindResult) -> str:
+    """The head's accuracy, and where it was fitted both ways, what it reads and the other's."""
+    if not result.head:
+        return "-"
+    if result.embedding_only is None:
+        return _pct(result.head["accuracy"])
+    if result.wording:
+        return f"{_pct(result.head['accuracy'])} (with wording; embedding alone {_pct(result.embedding_only['accuracy'])})"
+    return f"{_pct(result.head['accuracy'])} (embedding alone; wording did not help)"
+
+
 def _kind_cell(kind: str, width: int = 70) -> str:
     """A kind as a table cell: cut to `width`, its pipes escaped."""
     return (kind if len(kind) <= width else kind[: width - 1] + "…").replace("|", "\\|")
@@ -97,7 +109,9 @@ def render(results: Sequence[KindResult], first: Example, sources: list[str], pr
         f"{repeats} times with different seeds; a head's figures are the means over those splits, each ECE with "
         "its range (one split's ECE on a hundred-odd rows moves by a few hundredths with the split alone). "
         "A head is enabled only if its held-out accuracy beats the raw engine's on the same rows. ECE uses ten "
-        f"equal-width bins, over every row and over the rows answered at {threshold:.2f}.", "",
+        f"equal-width bins, over every row and over the rows answered at {threshold:.2f}. Each kind is fitted on "
+        "the embedding alone and on the embedding and the wording (`core/lexical.py`) on the same splits; the "
+        "head reads the wording only where that lowers the held-out Brier score.", "",
         f"| kind | rows | options | engine accuracy | head accuracy | coverage / accuracy at {threshold:.2f} "
         f"(engine → head) | ECE, every row: engine → head | ECE, rows answered at {threshold:.2f} | enabled |",
         "|---|---|---|---|---|---|---|---|---|",
@@ -112,7 +126,7 @@ def render(results: Sequence[KindResult], first: Example, sources: list[str], pr
         kind = _kind_cell(r.kind)
         rows = f"{r.rows} in {r.groups} groups" if r.groups else str(r.rows)
         lines.append(f"| {kind} | {rows} | {len(r.options)} | {_pct(e['accuracy'])} | "
-                     f"{_pct(h['accuracy']) if h else '-'} | {at} | {_ece_cell(e['ece'], h)} | {answered} | "
+                     f"{_head_cell(r)} | {at} | {_ece_cell(e['ece'], h)} | {answered} | "
                      f"{'yes' if r.enabled else 'no: ' + (r.why_not or '')} |")
     if taught is not None:
         lines += distillation(results, taught, threshold)

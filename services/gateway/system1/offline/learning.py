@@ -12,6 +12,12 @@ mean held-out accuracy beats the raw engine's on the same rows and every option 
 rows; the shipped head is then fitted on all rows, with the temperature fitted on every split's
 held-out rows.
 
+Where the rows carry their wording's features (`core/lexical.py`), a kind is fitted twice, on
+the embedding alone and on the embedding and the wording, on the same splits; the head reads
+the wording only where that lowers the held-out Brier score by more than twice its standard
+error (each row's difference, over every split; on wording that carries nothing, a lower
+score by a hair is common).
+
 Teacher rows (labelled by a stronger engine's confident answers, `system1 learn --teacher`) join
 every training fold and the final fit, but never a held-out fold: the gate and every figure
 stay on human labels. With teacher rows, a kind is fitted twice, without them and with them, so
@@ -27,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.calibration import temper
+from ..core import lexical
 from ..core.heads import Head
 from ..core.router_config import TOPIC_KIND
 from .fitting import Answered, fit_temperature, judged, measure, threshold_table
@@ -56,6 +63,8 @@ class Example:
     #: The group the row was written in (file and `meta.group`), held out whole where a kind
     #: has enough groups.
     group: str | None = None
+    #: The wording's features of its judged text (`lexical.features`); None: not computed.
+    lexical: dict[int, float] | None = None
 
 
 @dataclass
@@ -74,12 +83,17 @@ class KindResult:
     without_teacher: dict[str, Any] | None = None
     #: The groups held out whole in the folds (0: the folds were stratified by label alone).
     groups: int = 0
+    #: Whether the head reads the wording, and the head's figures on the embedding alone
+    #: where it was fitted both ways.
+    wording: bool = False
+    embedding_only: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "options": list(self.options), "rows": self.rows, "engine": self.engine,
                 "head": self.head, "enabled": self.enabled, "why_not": self.why_not,
                 "curve": [{"rows_per_option": x, "accuracy": y} for x, y in self.curve],
-                "teacher_rows": self.teacher_rows, "without_teacher": self.without_teacher, "groups": self.groups}
+                "teacher_rows": self.teacher_rows, "without_teacher": self.without_teacher, "groups": self.groups,
+                "wording": self.wording, "embedding_only": self.embedding_only}
 
 
 def stratified_folds(labels: Sequence[str], k: int, seed: int = 0) -> list[list[int]]:
@@ -134,7 +148,37 @@ def folds_of(examples: Sequence[Example], k: int, seed: int = 0) -> list[list[in
     return stratified_folds(labels, k, seed) if groups is None else grouped_folds(labels, groups, k, seed)
 
 
+class _Pruned:
+    """A classifier fitted on the columns some training row has (on the sparse wording features,
+    fitting on thousands of empty columns costs ten times as long), seen as one on every column."""
+
+    def __init__(self, model: Any, kept: Any, width: int) -> None:
+        import numpy as np
+
+        self.model, self.kept = model, kept
+        self.classes_, self.intercept_ = model.classes_, model.intercept_
+        self.coef_ = np.zeros((model.coef_.shape[0], width))
+        self.coef_[:, kept] = model.coef_
+
+    def predict_proba(self, x: Any) -> Any:
+        return self.model.predict_proba(x[:, self.kept])
+
+    def predict(self, x: Any) -> Any:
+        return self.model.predict(x[:, self.kept])
+
+
 def _classifier(x: Any, y: Any, kind: str) -> Any:
+    from scipy.sparse import issparse
+
+    if issparse(x):
+        import numpy as np
+
+        kept = np.unique(x.nonzero()[1])
+        return _Pruned(_logistic(x[:, kept], y, kind), kept, x.shape[1])
+    return _logistic(x, y, kind)
+
+
+def _logistic(x: Any, y: Any, kind: str) -> Any:
     from sklearn.linear_model import LogisticRegressionCV
 
     smallest = min(Counter(y.tolist()).values())
@@ -158,11 +202,29 @@ def _rows(examples: Sequence[Example], probabilities: Sequence[Sequence[float]])
             for e, p in zip(examples, probabilities)]
 
 
-def _matrix(examples: Sequence[Example]) -> tuple[Any, Any]:
+def _matrix(examples: Sequence[Example], wording: bool = False) -> tuple[Any, Any]:
+    """The rows' features (the embedding, then with `wording` the wording's, sparse) and labels."""
     import numpy as np
 
     options = examples[0].options
-    return np.array([e.embedding for e in examples]), np.array([options.index(e.label) for e in examples])
+    x = np.array([e.embedding for e in examples])
+    y = np.array([options.index(e.label) for e in examples])
+    if not wording:
+        return x, y
+    from scipy.sparse import csr_matrix, hstack
+
+    cells = [(i, bucket, value) for i, e in enumerate(examples) for bucket, value in (e.lexical or {}).items()]
+    words = csr_matrix(([v for _, _, v in cells], ([i for i, _, _ in cells], [b for _, b, _ in cells])),
+                       shape=(len(examples), lexical.DIM))
+    return hstack([csr_matrix(x), words]).tocsr(), y
+
+
+def _stacked(first: Any, second: Any) -> Any:
+    """Two feature matrices, one above the other (dense or sparse alike)."""
+    import numpy as np
+    from scipy.sparse import issparse, vstack
+
+    return vstack([first, second]).tocsr() if issparse(first) else np.concatenate([first, second])
 
 
 def _others(count: int, test: list[int]) -> list[int]:
@@ -172,29 +234,29 @@ def _others(count: int, test: list[int]) -> list[int]:
 
 
 def _raw_probabilities(examples: Sequence[Example], groups: list[list[int]],
-                       taught: Sequence[Example] = ()) -> list[list[float]]:
+                       taught: Sequence[Example] = (), wording: bool = False) -> list[list[float]]:
     """Each row's probabilities from a head fitted on the other folds (and every teacher row),
     before any temperature."""
     import numpy as np
 
-    x, y = _matrix(examples)
-    extra_x, extra_y = _matrix(taught) if taught else (x[:0], y[:0])
+    x, y = _matrix(examples, wording)
+    extra_x, extra_y = _matrix(taught, wording) if taught else (x[:0], y[:0])
     raw: list[list[float]] = [[] for _ in examples]
     for test in groups:
         train = _others(len(examples), test)
-        model = _classifier(np.concatenate([x[train], extra_x]), np.concatenate([y[train], extra_y]), examples[0].kind)
+        model = _classifier(_stacked(x[train], extra_x), np.concatenate([y[train], extra_y]), examples[0].kind)
         for index, p in zip(test, _probabilities(model, x[test], len(examples[0].options))):
             raw[index] = [float(v) for v in p]
     return raw
 
 
-def held_out(examples: Sequence[Example], k: int, seed: int = 0,
-             taught: Sequence[Example] = ()) -> tuple[list[dict[str, float]], list[Answered]]:
+def held_out(examples: Sequence[Example], k: int, seed: int = 0, taught: Sequence[Example] = (),
+             wording: bool = False) -> tuple[list[dict[str, float]], list[Answered]]:
     """Each row's calibrated probabilities from a head and a temperature that never saw it (one
-    split into k folds, drawn by `seed`; `taught` rows train every fold), and its held-out
-    probabilities before the temperature."""
+    split into k folds, drawn by `seed`; `taught` rows train every fold; `wording`: on the
+    embedding and the wording), and its held-out probabilities before the temperature."""
     groups = folds_of(examples, k, seed)
-    raw = _rows(examples, _raw_probabilities(examples, groups, taught))
+    raw = _rows(examples, _raw_probabilities(examples, groups, taught, wording))
     result: list[dict[str, float]] = [{} for _ in examples]
     for test in groups:
         temperature = fit_temperature([raw[i] for i in _others(len(raw), test)])
@@ -211,7 +273,7 @@ def _summary(rows: list[Answered], probabilities: Sequence[dict[str, float]], th
     [at] = threshold_table(confidences, correct, (threshold,))
     answered = [i for i, c in enumerate(confidences) if c >= threshold]
     ece_answered = measure([rows[i] for i in answered], [probabilities[i] for i in answered])["ece"] if answered else None
-    return {"accuracy": measured["accuracy"], "ece": measured["ece"],
+    return {"accuracy": measured["accuracy"], "ece": measured["ece"], "brier": measured["brier"],
             "at_threshold": {"threshold": threshold, "coverage": at["coverage"], "accuracy": at["accuracy"],
                              "ece": ece_answered}}
 
@@ -225,6 +287,7 @@ def _mean_summary(summaries: Sequence[dict[str, Any]]) -> dict[str, Any]:
     at = [s["at_threshold"] for s in summaries]
     answered_ece = [a["ece"] for a in at if a["ece"] is not None]
     return {"accuracy": mean([s["accuracy"] for s in summaries]), "ece": mean([s["ece"] for s in summaries]),
+            "brier": mean([s["brier"] for s in summaries]),
             "ece_range": [min(s["ece"] for s in summaries), max(s["ece"] for s in summaries)],
             "at_threshold": {"threshold": at[0]["threshold"], "coverage": mean([a["coverage"] for a in at]),
                              "accuracy": mean([a["accuracy"] for a in at]), "ece": mean(answered_ece),
@@ -232,9 +295,10 @@ def _mean_summary(summaries: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "splits": len(summaries)}
 
 
-def learning_curve(examples: Sequence[Example], k: int, seed: int = 0) -> list[tuple[float, float]]:
+def learning_curve(examples: Sequence[Example], k: int, seed: int = 0,
+                   wording: bool = False) -> list[tuple[float, float]]:
     """Held-out accuracy against training rows per option, training on growing shares of each fold."""
-    x, y = _matrix(examples)
+    x, y = _matrix(examples, wording)
     groups = folds_of(examples, k)
     rng = random.Random(seed)
     curve = []
@@ -277,40 +341,74 @@ def learn_kind(examples: Sequence[Example], k: int, threshold: float,
     if taught:
         result.teacher_rows = len(taught)
         result.without_teacher = learn_kind(examples, k, threshold, min_rows_per_option, False, repeats).head
-    summaries, raw = [], []
-    for seed in range(repeats):
-        probabilities, uncalibrated = held_out(examples, folds, seed, taught)
-        summaries.append(_summary(engine_rows, probabilities, threshold))
-        raw.extend(uncalibrated)
-    result.head = _mean_summary(summaries)
+    ways = (False, True) if all(e.lexical is not None for e in [*examples, *taught]) else (False,)
+    runs = {wording: _held_out_runs(examples, folds, repeats, taught, wording, engine_rows, threshold)
+            for wording in ways}
+    result.wording = len(ways) > 1 and _clearly_lower(runs[True][2], runs[False][2])
+    result.head, raw, _ = runs[result.wording]
+    if len(ways) > 1:
+        result.embedding_only = runs[False][0]
     temperature = fit_temperature(raw)
     if curve:
-        result.curve = learning_curve(examples, folds)
+        result.curve = learning_curve(examples, folds, wording=result.wording)
     if result.head["accuracy"] <= result.engine["accuracy"]:
         result.why_not = (f"held-out accuracy {result.head['accuracy']:.0%} does not beat the engine's "
                           f"{result.engine['accuracy']:.0%}")
         return result
-    x, y = _matrix([*examples, *taught])
+    x, y = _matrix([*examples, *taught], result.wording)
     weights, bias = _head_weights(_classifier(x, y, first.kind), len(options), x.shape[1])
+    dim = len(first.embedding)
+    words = {bucket: [row[dim + bucket] for row in weights] for bucket in range(len(weights[0]) - dim)
+             if any(row[dim + bucket] for row in weights)}
     result.fitted = Head(kind=first.kind, embedder=first.embedder, model=first.model, options=list(options),
-                         weights=weights, bias=bias, temperature=round(temperature, 4), n=len(examples) + len(taught),
+                         weights=[row[:dim] for row in weights], bias=bias, temperature=round(temperature, 4),
+                         lexical=words if result.wording else None, n=len(examples) + len(taught),
                          accuracy=round(result.head["accuracy"], 4),
                          engine_accuracy=round(result.engine["accuracy"], 4))
     result.enabled = True
     return result
 
 
+def _held_out_runs(examples: Sequence[Example], folds: int, repeats: int, taught: Sequence[Example], wording: bool,
+                   engine_rows: list[Answered], threshold: float) -> tuple[dict[str, Any], list[Answered], list[float]]:
+    """The head's held-out figures (means over `repeats` splits), every split's held-out
+    probabilities before the temperature (what the shipped temperature is fitted on), and each
+    row's Brier score over the splits."""
+    summaries, raw = [], []
+    scores = [0.0] * len(examples)
+    for seed in range(repeats):
+        probabilities, uncalibrated = held_out(examples, folds, seed, taught, wording)
+        summaries.append(_summary(engine_rows, probabilities, threshold))
+        raw.extend(uncalibrated)
+        for index, (row, p) in enumerate(zip(examples, probabilities)):
+            scores[index] += sum((p.get(o, 0.0) - (o == row.label)) ** 2 for o in row.options) / repeats
+    return _mean_summary(summaries), raw, scores
+
+
+def _clearly_lower(scores: list[float], than: list[float]) -> bool:
+    """Whether `scores` are lower than `than`, row by row, by more than twice the standard error
+    of the mean difference."""
+    differences = [a - b for a, b in zip(scores, than)]
+    n = len(differences)
+    mean = sum(differences) / n
+    spread = (sum((d - mean) ** 2 for d in differences) / max(n - 1, 1)) ** 0.5
+    return mean < -2 * spread / n ** 0.5
+
+
 def _head_weights(model: Any, n_options: int, dim: int) -> tuple[list[list[float]], list[float]]:
     """One weight row and bias per option (a binary model's single row becomes [0, w])."""
+    import numpy as np
+
+    coef = np.asarray(model.coef_)
     weights = [[0.0] * dim for _ in range(n_options)]
     bias = [0.0] * n_options
     classes = [int(c) for c in model.classes_]
-    if len(classes) == 2 and model.coef_.shape[0] == 1:
-        weights[classes[1]] = [round(float(w), 6) for w in model.coef_[0]]
+    if len(classes) == 2 and coef.shape[0] == 1:
+        weights[classes[1]] = [round(float(w), 6) for w in coef[0]]
         bias[classes[1]] = round(float(model.intercept_[0]), 6)
         return weights, bias
     for row, cls in enumerate(classes):
-        weights[cls] = [round(float(w), 6) for w in model.coef_[row]]
+        weights[cls] = [round(float(w), 6) for w in coef[row]]
         bias[cls] = round(float(model.intercept_[row]), 6)
     return weights, bias
 

@@ -1,0 +1,27 @@
+"""The wording features a head may read beside the embedding."""
+
+from __future__ import annotations
+
+import math
+
+from system1.core import lexical
+
+
+def test_the_same_context_gets_the_same_features_of_unit_length():
+    first = lexical.features({"tool": "Bash", "command": "git push --force origin main"})
+    assert first == lexical.features({"tool": "Bash", "command": "git push --force origin main"})
+    assert math.isclose(sum(v * v for v in first.values()), 1.0)
+    assert all(0 <= bucket < lexical.DIM for bucket in first)
+
+
+def test_flags_and_case_are_read_and_a_flag_changes_the_features():
+    assert lexical.features("RM -RF build") == lexical.features("rm -rf build")
+    assert lexical.features("rm -rf build") != lexical.features("rm -i build")
+
+
+def test_no_text_has_no_features():
+    assert lexical.features(None) == {} and lexical.features("") == {} and lexical.features({}) == {}
+
+
+def test_an_object_is_read_as_key_value_lines():
+    assert lexical.context_text({"prompt": "hi", "n": [1, "ü"]}) == 'prompt: hi\nn: [1, "ü"]'
