@@ -208,6 +208,18 @@ def test_local_heads_win_over_shipped_ones_and_a_broken_file_is_reported(tmp_pat
     assert "version 9" in heads.errors[0]
 
 
+def test_a_reload_parses_a_heads_file_again_only_when_it_changed(tmp_path):
+    path = tmp_path / "heads.json"
+    path.write_text(json.dumps({"format": "system1-heads", "version": 1, "heads": [DESTRUCTIVE.model_dump()]}))
+    [first] = Heads.load(None, path).candidates(KIND, "embedding", ["yes", "no"])
+    [again] = Heads.load(None, path).candidates(KIND, "embedding", ["yes", "no"])
+    assert again is first  # the same parsed head: nothing was read again
+    changed = DESTRUCTIVE.model_copy(update={"temperature": 3.0})
+    path.write_text(json.dumps({"format": "system1-heads", "version": 1, "heads": [changed.model_dump()]}))
+    [now] = Heads.load(None, path).candidates(KIND, "embedding", ["yes", "no"])
+    assert now.temperature == 3.0
+
+
 def test_a_head_with_mismatched_shapes_is_refused():
     with pytest.raises(ValueError, match="one weight row and one bias per option"):
         Head(kind="k", embedder="e", model="m", options=["a", "b"], weights=[[1.0]], bias=[0.0, 0.0])
