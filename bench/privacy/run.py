@@ -49,9 +49,9 @@ CLOUD_KEYS = ("OPENROUTER_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_API_KEY")
 #: prompts grew from 156 to 1,216; "seed-927": before the privacy seed grew from 927 to 1,608
 #: prompts and the pre-check read `curl -u`, `define(…)`, XML and `.netrc` credentials and let
 #: named placeholders (`YOUR_API_KEY`) be; "one-order": before the judge asked a yes/no question
-#: in both option orders and its private-question fit was refitted on all 1,608 prompts; each
-#: kept as measured.
-LABELS = ("before", "judge-generic-fit", "minilm-head", "e5-head", "seed-927", "one-order", "after")
+#: in both option orders and its private-question fit was refitted on all 1,608 prompts;
+#: "embedding-alone": before the heads read the wording beside the embedding; each kept as measured.
+LABELS = ("before", "judge-generic-fit", "minilm-head", "e5-head", "seed-927", "one-order", "embedding-alone", "after")
 
 
 def blind(name: str = "blind.jsonl") -> list[dict]:
@@ -207,7 +207,8 @@ def report(name: str) -> str:
              "from 156 to 1,216, \"seed-927\" before the privacy seed grew from 927 to 1,608 prompts and the pre-check "
              "read `curl -u`, `define(…)`, XML and `.netrc` credentials and let named placeholders be, \"one-order\" "
              "before the judge asked a yes/no question in both option orders and had its private-question fit refitted "
-             "on all 1,608 prompts, each kept as measured. The last column counts the prompts passed to the judge "
+             "on all 1,608 prompts, \"embedding-alone\" before the heads read the prompt's wording beside its "
+             "embedding, each kept as measured. The last column counts the prompts passed to the judge "
              "and, of them, those it let leave. The pre-check's time is CPU time in process; "
              "the decision's is the dry run's own figure.", "",
              "| | private prompts that leave | of them invisible to a pattern | false alarms (ordinary kept here) "
