@@ -300,12 +300,14 @@ def question_weighted_ece(rows: Sequence[Answered], probabilities: Sequence[dict
     return ece(*judged(rows, probabilities), weights=[1 / sizes[row.question] for row in rows])
 
 
+def squared_error(probabilities: dict[str, float], options: Sequence[str], label: str) -> float:
+    """One row's Brier score: the squared error of the whole probability vector against the label."""
+    return sum((probabilities.get(option, 0.0) - (option == label)) ** 2 for option in options)
+
+
 def brier(probabilities: Sequence[dict[str, float]], rows: Sequence[Answered]) -> float:
     """Mean over rows of the squared error of the whole probability vector against the label."""
-    return sum(
-        sum((p.get(option, 0.0) - (option == row.label)) ** 2 for option in row.options)
-        for p, row in zip(probabilities, rows)
-    ) / len(rows)
+    return sum(squared_error(p, row.options, row.label) for p, row in zip(probabilities, rows)) / len(rows)
 
 
 def auroc(scores: Sequence[float], positive: Sequence[bool]) -> float | None:

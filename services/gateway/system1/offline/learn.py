@@ -111,7 +111,8 @@ def render(results: Sequence[KindResult], first: Example, sources: list[str], pr
         "A head is enabled only if its held-out accuracy beats the raw engine's on the same rows. ECE uses ten "
         f"equal-width bins, over every row and over the rows answered at {threshold:.2f}. Each kind is fitted on "
         "the embedding alone and on the embedding and the wording (`core/lexical.py`) on the same splits; the "
-        "head reads the wording only where that lowers the held-out Brier score.", "",
+        "head reads the wording only where that lowers the held-out Brier score by more than twice its standard "
+        "error.", "",
         f"| kind | rows | options | engine accuracy | head accuracy | coverage / accuracy at {threshold:.2f} "
         f"(engine → head) | ECE, every row: engine → head | ECE, rows answered at {threshold:.2f} | enabled |",
         "|---|---|---|---|---|---|---|---|---|",

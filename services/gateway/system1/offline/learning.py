@@ -36,7 +36,7 @@ from ..core.calibration import temper
 from ..core import lexical
 from ..core.heads import Head
 from ..core.router_config import TOPIC_KIND
-from .fitting import Answered, fit_temperature, judged, measure, threshold_table
+from .fitting import Answered, fit_temperature, judged, measure, squared_error, threshold_table
 
 MIN_ROWS_PER_OPTION = 8
 REPEATS = 5  # fold assignments the held-out figures are averaged over
@@ -381,7 +381,7 @@ def _held_out_runs(examples: Sequence[Example], folds: int, repeats: int, taught
         summaries.append(_summary(engine_rows, probabilities, threshold))
         raw.extend(uncalibrated)
         for index, (row, p) in enumerate(zip(examples, probabilities)):
-            scores[index] += sum((p.get(o, 0.0) - (o == row.label)) ** 2 for o in row.options) / repeats
+            scores[index] += squared_error(p, row.options, row.label) / repeats
     return _mean_summary(summaries), raw, scores
 
 
