@@ -107,6 +107,18 @@ async def test_a_head_reads_a_yes_no_question_for_an_engine_whose_own_answer_is_
     assert reworded.status == "abstained" and reworded.abstain_reason == "no_evidence"
 
 
+async def test_a_provider_asked_by_name_gives_its_own_answer_not_a_heads(tmp_path):
+    # What `system1 learn --teacher` asks: a head answering in the teacher's place would make
+    # the teacher's labels the heads' own.
+    engine = Embedding()
+    g = with_heads(tmp_path, engine, DESTRUCTIVE)
+    request = {"question": QUESTION, "context": {"command": "rm -rf /"}, "min_confidence": 0.5}
+    named = await g.decide(request, only="embedding")
+    assert named.decision == "no" and named.calibration != "head" and named.head is None
+    assert engine.embedded == []
+    assert (await g.decide(request)).calibration == "head"
+
+
 async def test_an_explicit_kind_picks_the_head_whatever_the_wording(tmp_path):
     head = DESTRUCTIVE.model_copy(update={"kind": "destructive-command"})
     g = with_heads(tmp_path, Embedding(), head)

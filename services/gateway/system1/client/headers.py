@@ -8,7 +8,8 @@ CLIENT = "X-System1-Client"
 PRIORITY = "X-System1-Priority"
 #: `off` returns the engine's own probabilities, for fitting (`system1 calibrate`).
 CALIBRATION = "X-System1-Calibration"
-#: A configured provider that answers alone (no fallback, no cascade): `system1 learn --teacher`.
+#: A configured provider that answers alone, on its own answer (no fallback, no cascade, no
+#: learned head): `system1 learn --teacher`.
 PROVIDER = "X-System1-Provider"
 #: The model that answered, on `/v1/decide` replies (calibration fits are keyed by it).
 MODEL = "X-System1-Model"

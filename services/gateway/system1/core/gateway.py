@@ -142,7 +142,8 @@ class Gateway:
     ) -> Decision:
         """Answer one raw `system1_decide` request. `calibrate=False` leaves the engine's
         probabilities as they are (for fitting new temperatures); `only` asks that configured
-        provider alone."""
+        provider alone, for its own answer: no fallback, no cascade, and no learned head, which
+        would answer in its place (a teacher's labels must be the teacher's, not the heads')."""
         started = time.perf_counter()
         try:
             if only is not None:
@@ -159,7 +160,8 @@ class Gateway:
                 if threshold is None:
                     threshold = self.config.settings.gateway.min_confidence
                 [decision] = await self.decide_many(request.context, [query], client, priority, threshold=threshold,
-                                                    calibrate=calibrate, request_id=request_id_var.get(), only=only)
+                                                    calibrate=calibrate, request_id=request_id_var.get(), only=only,
+                                                    heads=only is None)
                 await self.feedback.remember(request, query, decision)
             finally:
                 request_id_var.reset(token)
@@ -181,10 +183,12 @@ class Gateway:
         calibrate: bool = True,
         request_id: str | None = None,
         only: str | None = None,
+        heads: bool = True,
     ) -> list[Decision]:
         """Every question about one text, in one engine pass where the engine can, each
-        checked, calibrated and held to `threshold`; asked of the chain, then of the cascade's
-        stages where it is unsure (`core.cascade`), or of provider `only` alone."""
+        checked, calibrated (or answered by a learned head, unless `heads` is False) and held to
+        `threshold`; asked of the chain, then of the cascade's stages where it is unsure
+        (`core.cascade`), or of provider `only` alone."""
         request_id = request_id or new_request_id()
         if self.paused:
             return [Decision(request_id, "abstained", rationale=PAUSED_RATIONALE, abstain_reason="paused")
@@ -199,7 +203,7 @@ class Gateway:
         deadline = None if budget_s is None else loop.time() + budget_s
         asked = Asking(state, client, priority, threshold, calibrate, request_id, deadline)
         decisions = await self.stages.ask(asked, queries, [only] if only else self.chain.names,
-                                          [[] for _ in queries], heads=True)
+                                          [[] for _ in queries], heads=heads)
         if calibrate and only is None:
             decisions = await self.stages.cascade(asked, queries, decisions)
         return decisions
