@@ -238,11 +238,11 @@ bench-privacy: $(TOOLS) $(LLAMA_SERVER) $(JUDGE_MODEL)  ## private prompts that 
 	$(BIN)/python -m pip install --quiet -r bench/requirements.txt
 	rm -rf build/before && git worktree prune && git worktree add --force --detach build/before $(BEFORE)
 	$(BIN)/python bench/privacy/run.py --code build/before --label before --no-judge
-	$(BIN)/python bench/privacy/run.py --label after
+	$(BIN)/python bench/privacy/run.py --label after --paired
 	$(BIN)/python bench/privacy/run.py --code build/before --label before --no-judge --blind blind2.jsonl
-	$(BIN)/python bench/privacy/run.py --label after --blind blind2.jsonl
+	$(BIN)/python bench/privacy/run.py --label after --paired --blind blind2.jsonl
 	$(BIN)/python bench/privacy/run.py --code build/before --label before --no-judge --blind blind3.jsonl
-	$(BIN)/python bench/privacy/run.py --label after --blind blind3.jsonl
+	$(BIN)/python bench/privacy/run.py --label after --paired --blind blind3.jsonl
 	git worktree remove --force build/before
 	$(BIN)/python bench/privacy/stage1.py
 	$(BIN)/python bench/privacy/bars.py

@@ -67,12 +67,12 @@ def result_files(name: str) -> dict[str, Path]:
     return {label: path for label in LABELS if (path := HERE / f"results-{label}{suffix(name)}.json").exists()}
 
 
-def config(code: Path, minilm: str, judge: str | None) -> str:
-    """The stack's config, pointed at the engines started here, under `local_only`."""
+def config(code: Path, minilm: str, judge: str | None, private: str = "local_only") -> str:
+    """The stack's config, pointed at the engines started here, under `private` (`local_only`)."""
     text = (code / "deploy" / "config.toml").read_text(encoding="utf-8")
     text = text.replace("http://systemone:8790", minilm)
     text = text.replace("http://llama:8080", judge or "http://127.0.0.1:9")  # no judge: nothing answers there
-    text = re.sub(r'^private = "[a-z_]+"', 'private = "local_only"', text, count=1, flags=re.M)
+    text = re.sub(r'^private = "[a-z_]+"', f'private = "{private}"', text, count=1, flags=re.M)
     if judge is None:
         text = re.sub(r"^cascade = \[.*\]$", "cascade = []", text, count=1, flags=re.M)
     return text
@@ -111,32 +111,53 @@ def caught_by(report: dict) -> str | None:
     return "stage 2" if by.startswith("stage 2") else "stage 1" if by else "no decision"
 
 
-def run(code: Path, label: str, judge: bool, name: str) -> dict:
-    rows = blind(name)
+def gateway(stack: ExitStack, code: Path, judge_url: str | None, private: str) -> str:
+    """A gateway of `code` under `private`, over a MiniLM process of its own: its URL."""
+    port = free_port()
+    serve(stack, [sys.executable, str(ROOT / "engines" / "systemone" / "serve.py"), "--port", str(port)],
+          f"http://127.0.0.1:{port}/health", {"SYSTEMONE_THREADS": "2", "SYSTEMONE_EMBEDDERS": "e5"})
     keys = {k: "placeholder-for-the-benchmark" for k in CLOUD_KEYS}
+    env = {**keys, "PYTHONPATH": str(code / "services" / "gateway")}
+    url, _, _ = stack.enter_context(served_gateway(config(code, f"http://127.0.0.1:{port}", judge_url, private), env))
+    return url
+
+
+def dry_run(client: httpx.Client, prompt: str) -> tuple[httpx.Response, float]:
+    body = {"model": "auto", "messages": [{"role": "user", "content": prompt}]}
+    started = time.perf_counter()
+    reply = client.post("/v1/router/route", json=body)
+    return reply, (time.perf_counter() - started) * 1000
+
+
+def run(code: Path, label: str, judge: bool, name: str, paired: bool) -> dict:
+    """Every row through the dry run under `local_only`; with `paired`, also through a second
+    gateway of the same code under `private = "ignore"` (the router without its privacy rule),
+    the two asked in turn, first one then the other, so drift in the machine's speed falls on both:
+    the difference per prompt is what `local_only` adds to it."""
+    rows = blind(name)
     answers = []
     with ExitStack() as stack:
-        minilm_port = free_port()
-        serve(stack, [sys.executable, str(ROOT / "engines" / "systemone" / "serve.py"), "--port", str(minilm_port)],
-              f"http://127.0.0.1:{minilm_port}/health", {"SYSTEMONE_THREADS": "2", "SYSTEMONE_EMBEDDERS": "e5"})
-        judge_url = judge_server(stack, slots=2)[0] if judge else None
-        text = config(code, f"http://127.0.0.1:{minilm_port}", judge_url)
-        env = {**keys, "PYTHONPATH": str(code / "services" / "gateway")}
-        url, _, _ = stack.enter_context(served_gateway(text, env))
-        with httpx.Client(base_url=url, timeout=120) as client:
-            for row in rows:
-                body = {"model": "auto", "messages": [{"role": "user", "content": row["prompt"]}]}
-                started = time.perf_counter()
-                reply = client.post("/v1/router/route", json=body)
-                seconds = time.perf_counter() - started
-                report = reply.json() if reply.status_code == 200 else {}
-                local = reply.status_code == 403 or bool(report.get("needs", {}).get("local_only"))
-                answers.append({"id": row["id"], "status": reply.status_code, "model": report.get("model"),
-                                "local_only": local, "caught_by": caught_by(report) if report else "refused",
-                                "p_private": (report.get("signals") or {}).get("p_private"),
-                                "private_by": (report.get("signals") or {}).get("private_by") or "",
-                                "findings": report.get("findings", []), "dry_run_ms": seconds * 1000,
-                                "decision_ms": report.get("decision_ms")})
+        def client(private: str) -> httpx.Client:  # engines of its own: no cache serves the other's prompt
+            judge_url = judge_server(stack, slots=2)[0] if judge else None
+            return stack.enter_context(httpx.Client(base_url=gateway(stack, code, judge_url, private), timeout=120))
+
+        local = client("local_only")
+        plain = client("ignore") if paired else None
+        for n, row in enumerate(rows):
+            if plain is not None and n % 2:
+                _, ignore_ms = dry_run(plain, row["prompt"])
+            reply, ms = dry_run(local, row["prompt"])
+            if plain is not None and not n % 2:
+                _, ignore_ms = dry_run(plain, row["prompt"])
+            report = reply.json() if reply.status_code == 200 else {}
+            kept = reply.status_code == 403 or bool(report.get("needs", {}).get("local_only"))
+            answers.append({"id": row["id"], "status": reply.status_code, "model": report.get("model"),
+                            "local_only": kept, "caught_by": caught_by(report) if report else "refused",
+                            "p_private": (report.get("signals") or {}).get("p_private"),
+                            "private_by": (report.get("signals") or {}).get("private_by") or "",
+                            "findings": report.get("findings", []), "dry_run_ms": ms,
+                            "decision_ms": report.get("decision_ms"),
+                            **({"ignore_dry_run_ms": ignore_ms} if plain is not None else {})})
     check = precheck_ms(code, [r["prompt"] for r in rows])
     for answer, ms in zip(answers, check):
         answer["precheck_ms"] = ms
@@ -166,6 +187,9 @@ def summary(results: dict) -> dict:
     def p(values: list[float], q: float) -> float | None:
         return percentile(values, q) if values else None
 
+    # What local_only added to a cleared prompt: its dry run against the same prompt's under "ignore".
+    added = [a["dry_run_ms"] - a["ignore_dry_run_ms"] for a in cleared if "ignore_dry_run_ms" in a]
+
     return {
         "private": len(private), "ordinary": len(ordinary), "hidden_private": len(hidden),
         "leaked": len(leaked), "leaked_hidden": sum(1 for a in leaked if not rows[a["id"]]["regex_visible"]),
@@ -179,6 +203,7 @@ def summary(results: dict) -> dict:
         "precheck_p90_ms": p([a["precheck_ms"] for a in answers], 90),
         "cleared_decision_p50_ms": p([a["decision_ms"] for a in cleared], 50),
         "cleared_decision_p90_ms": p([a["decision_ms"] for a in cleared], 90),
+        "added_p50_ms": p(added, 50), "added_p90_ms": p(added, 90), "added_n": len(added),
         "judged": len(judged), "judged_decision_p50_ms": p([a["decision_ms"] for a in judged], 50),
         "judged_decision_p90_ms": p([a["decision_ms"] for a in judged], 90),
         "judge_unanswered": len(unanswered), "judge_let_go": sum(1 for a in judged if not a["local_only"]),
@@ -210,11 +235,16 @@ def report(name: str) -> str:
              "on all 1,608 prompts, \"embedding-alone\" before the heads read the prompt's wording beside its "
              "embedding, each kept as measured. The last column counts the prompts passed to the judge "
              "and, of them, those it let leave. The pre-check's time is CPU time in process; "
-             "the decision's is the dry run's own figure.", "",
+             "the decision's is the dry run's own figure. \"Added by local_only\" is, for each prompt stage 1 "
+             "cleared, its dry run's time (client side: pre-check, decision, reply) less the same prompt's through "
+             "a second gateway of the same code under `private = \"ignore\"`, over engines of its own, the two asked "
+             "in turn (`--paired`; – where not measured). The router asks its four questions in every mode, so "
+             "this is what the privacy rule adds, not what the decision costs.", "",
              "| | private prompts that leave | of them invisible to a pattern | false alarms (ordinary kept here) "
              "| caught: pre-check / stage 1 / stage 2 / no decision | pre-check p50 / p90 | decision p50 / p90, "
-             "stage 1 cleared | decision p50 / p90, passed to the judge (passed; let leave) |",
-             "|---|---|---|---|---|---|---|---|"]
+             "stage 1 cleared | added by local_only p50 / p90, stage 1 cleared | decision p50 / p90, passed to the "
+             "judge (passed; let leave) |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for label, s in sums.items():
         caught = s["caught_by"]
         lines.append(
@@ -223,6 +253,7 @@ def report(name: str) -> str:
             f"{caught.get('pre-check', 0)} / {caught.get('stage 1', 0)} / {caught.get('stage 2', 0)} / "
             f"{caught.get('no decision', 0)} | {fmt(s['precheck_p50_ms'])} / {fmt(s['precheck_p90_ms'])} | "
             f"{fmt(s['cleared_decision_p50_ms'])} / {fmt(s['cleared_decision_p90_ms'])} | "
+            f"{fmt(s.get('added_p50_ms'))} / {fmt(s.get('added_p90_ms'))} | "
             f"{fmt(s['judged_decision_p50_ms'])} / {fmt(s['judged_decision_p90_ms'])} "
             f"({s['judged']}; {s['judge_let_go']}) |")
     for label, s in sums.items():
@@ -262,12 +293,14 @@ def main() -> None:
     parser.add_argument("--code", type=Path, default=ROOT, help="the checkout whose gateway is served")
     parser.add_argument("--label", choices=LABELS, default="after")
     parser.add_argument("--no-judge", action="store_true", help="serve no judge (the code has no cascade)")
+    parser.add_argument("--paired", action="store_true", help="also time each prompt through the same code under "
+                        "private = \"ignore\", for what local_only adds")
     parser.add_argument("--report", action="store_true", help="only write RESULTS.md and leaks.png")
     parser.add_argument("--blind", default="blind.jsonl", help="the blind set beside this file (blind2.jsonl, "
                         "blind3.jsonl: written after the first was measured); result files carry its name")
     args = parser.parse_args()
     if not args.report:
-        results = run(args.code.resolve(), args.label, not args.no_judge, args.blind)
+        results = run(args.code.resolve(), args.label, not args.no_judge, args.blind, args.paired)
         (HERE / f"results-{args.label}{suffix(args.blind)}.json").write_text(json.dumps(results, indent=1) + "\n")
         print(json.dumps(summary(results), indent=1))
     (HERE / f"RESULTS{suffix(args.blind)}.md").write_text(report(args.blind))
