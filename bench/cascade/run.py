@@ -181,9 +181,11 @@ def threshold_sweep(results: dict, set_name: str) -> dict[str, list[dict]]:
     out from the rows' recorded answers: a system alone answers where its confidence clears the
     threshold; the cascade answers with MiniLM's heads where they clear it, else with the judge
     where it does (the cascade's later stage asks the judge without heads, as the `judge`
-    system does). Exact as far as the judge repeats itself: llama-server's answer to the same
-    prompt moves a little with what its cache held before, and its sharp calibration can carry
-    that across the threshold. The 0.6 column is set beside the cascade's own run in the report."""
+    system does). Exact as far as the judge repeats itself: asked the same prompt again in one
+    server's life, its raw P(yes) moved by 0.01 in 3 of 5 probes (the first ask against later
+    ones, which then repeated exactly with other prompts between), and a question's fit that
+    sharpens steeply turns that into several hundredths of confidence, across the threshold for
+    a row near it. The 0.6 column is set beside the cascade's own run in the report."""
     systems = results["systems"]
     first, second = systems["minilm+heads"]["rows"], systems["judge"]["rows"]
     index = [i for i, r in enumerate(first) if r["set"] == set_name and r["label"] != "abstain"]
