@@ -26,6 +26,9 @@ LLAMA = ROOT / "build" / "llama"
 #: The judge: Qwen2.5-Coder-1.5B-Instruct as a decision GGUF (`make judge-model`).
 JUDGE = LLAMA / "models" / "qwen2.5-coder-1.5b-decision.gguf"
 TINY = ROOT / "tests" / "contract"
+#: As the stack runs llama-server (compose.yaml): its threads do not spin waiting for work, which
+#: on two cores slows whatever engine answers next (bench/cascade/POLL.md).
+NO_POLLING = ("--poll", "0")
 
 
 @dataclass(frozen=True)
@@ -51,7 +54,7 @@ def judge_server(stack: ExitStack, slots: int = 1) -> tuple[str, int]:
     """llama-server with the judge on a free port, 2 threads, stopped with `stack`: its URL and pid."""
     port = free_port()
     pid = serve(stack, [str(LLAMA / "bin" / "llama-server"), "-m", str(JUDGE), "--alias", "qwen2.5-coder-1.5b-decision",
-                        "--host", "127.0.0.1", "--port", str(port), "-c", "4096", "-np", str(slots), "-t", "2"],
+                        "--host", "127.0.0.1", "--port", str(port), "-c", "4096", "-np", str(slots), "-t", "2", *NO_POLLING],
                 f"http://127.0.0.1:{port}/health")
     return f"http://127.0.0.1:{port}", pid
 
@@ -74,7 +77,7 @@ def llama_gemma(stack: ExitStack, work: Path) -> tuple[str, int]:
     port = free_port()
     pid = serve(stack, [str(LLAMA / "bin" / "llama-server"), "-m", str(LLAMA / "models" / "gemma3-270m-decision.gguf"),
                         "--alias", "gemma3-270m-decision", "--host", "127.0.0.1", "--port", str(port), "-c", "4096",
-                        "-np", "1", "-t", "2"], f"http://127.0.0.1:{port}/health")
+                        "-np", "1", "-t", "2", *NO_POLLING], f"http://127.0.0.1:{port}/health")
     return f'[providers.llama]\nendpoint = "http://127.0.0.1:{port}"\nmax_options = 52\n', pid
 
 
