@@ -27,7 +27,7 @@ ROOT = HERE.parents[1]
 sys.path.insert(0, str(HERE.parent))
 
 from benchlib import free_port  # noqa: E402
-from local_engines import JUDGE, LLAMA, serve  # noqa: E402
+from local_engines import judge_server, serve  # noqa: E402
 
 ROUNDS = 15
 PROMPT = "You are a careful reviewer. " + "Explain what this shell command does and whether it is risky: " \
@@ -41,13 +41,10 @@ def embed_ms(e5: httpx.Client) -> float:
     return (time.perf_counter() - started) * 1000
 
 
-def measure(e5: httpx.Client, poll: str | None) -> dict:
+def measure(e5: httpx.Client, polling: bool) -> dict:
     with ExitStack() as stack:
-        port = free_port()
-        argv = [str(LLAMA / "bin" / "llama-server"), "-m", str(JUDGE), "--host", "127.0.0.1", "--port", str(port),
-                "-c", "4096", "-t", "2", *(("--poll", poll) if poll is not None else ())]
-        serve(stack, argv, f"http://127.0.0.1:{port}/health")
-        judge = stack.enter_context(httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120))
+        url, _ = judge_server(stack, polling=polling)
+        judge = stack.enter_context(httpx.Client(base_url=url, timeout=120))
         after, paused, judged = [], [], []
         for n in range(ROUNDS):
             started = time.perf_counter()
@@ -56,7 +53,7 @@ def measure(e5: httpx.Client, poll: str | None) -> dict:
             after.append(embed_ms(e5))
             time.sleep(0.7)
             paused.append(embed_ms(e5))
-    return {"poll": poll or "default", "embed_after_judge_ms": statistics.median(after),
+    return {"poll": "default" if polling else "0", "embed_after_judge_ms": statistics.median(after),
             "embed_after_pause_ms": statistics.median(paused), "judge_ms": statistics.median(judged)}
 
 
@@ -68,7 +65,7 @@ def main() -> None:
         e5 = stack.enter_context(httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60))
         for _ in range(5):
             embed_ms(e5)  # warm-up
-        runs = [measure(e5, poll) for poll in (None, "0", None, "0")]
+        runs = [measure(e5, polling) for polling in (True, False, True, False)]
     (HERE / "poll.json").write_text(json.dumps(runs, indent=1) + "\n")
     lines = ["# llama-server's polling and the engine that answers next", "",
              f"`bench/cascade/poll.py`: one e5 server and llama-server with the judge, 2 threads each, on this "
