@@ -211,6 +211,11 @@ class Calibrator:
                 else:
                     self._unseen[(fit.provider, fit.model)] = fit
             self._by_count.update(ranges)
+        self._questions = {question for _, _, question in self._by_question}
+
+    def has_own_fit(self, question: str) -> bool:
+        """Whether some engine has a fit of `question`'s own."""
+        return question in self._questions
 
     @classmethod
     def load(cls, local: Path | None, shipped: Path = SHIPPED_FITS) -> Calibrator:
