@@ -255,6 +255,8 @@ bench-cascade: $(TOOLS) $(LLAMA_SERVER) $(JUDGE_MODEL)  ## MiniLM, the llama jud
 	$(BIN)/python -m pip install --quiet -r bench/requirements.txt
 	$(BIN)/python bench/cascade/run.py
 	$(BIN)/python bench/cascade/run.py --blind blind2.jsonl
+	$(BIN)/python bench/cascade/run.py --blind blind3.jsonl
+	$(BIN)/python bench/cascade/rewording.py
 	$(BIN)/python bench/cascade/orders.py
 
 bench-distil: $(TOOLS) $(LLAMA_SERVER) $(JUDGE_MODEL)  ## MiniLM's heads from the seed sets alone and with the judge's labels on the pools, on both blind sets

@@ -8,7 +8,9 @@ fits and learned heads and the default threshold (0.6):
 
 - `minilm+heads`: the fast stage alone, as the stack ran before the cascade;
 - `judge`: llama-server alone (no learned heads: a head answers whichever engine is asked);
-- `cascade`: MiniLM first, the judge for what MiniLM is unsure of (`[gateway] cascade`).
+- `cascade`: MiniLM first, the judge for what MiniLM is unsure of (`[gateway] cascade`); a
+  destructive-command question in other words is asked as the head's own (`core.rewording`),
+  which takes a judge to read the wording, so the other two ask every question as worded.
 
 Rows: the blind set (bench/cascade/blind.jsonl, written apart from every training row and never
 fitted or tuned on) and a fixed sample of each seed set the fits were made from (`--per-set`
@@ -43,6 +45,9 @@ from benchlib import free_port, percentile  # noqa: E402
 from local_engines import JUDGE, LLAMA, judge_server, serve  # noqa: E402
 from system1.core.config import load_config  # noqa: E402
 from system1.core.gateway import Gateway  # noqa: E402
+from system1.core.result import Decision  # noqa: E402
+from system1.core.rewording import DESTRUCTIVE, Reading  # noqa: E402
+from system1.providers.base import Query  # noqa: E402
 
 SEEDS = ("yes-no", "tool-choice", "tier", "many-questions")
 # name: (primary, cascade, learned heads). The judge alone runs without heads: a head answers
@@ -94,14 +99,18 @@ async def ask_all(gateway: Gateway, table: list[dict], pids: list[int]) -> tuple
         started = time.perf_counter()
         decision = await gateway.decide(request(row), client="bench")
         latencies.append((time.perf_counter() - started) * 1000)
-        probabilities = decision.probabilities or {}
-        answers.append({"status": decision.status, "decision": decision.decision, "confidence": decision.confidence,
-                        # what the system would have answered at a lower threshold (threshold_sweep)
-                        "choice": max(probabilities, key=probabilities.__getitem__) if probabilities else None,
-                        "provider": decision.provider, "stage": decision.stage,
-                        "attempts": [a.provider for a in decision.attempts],
-                        "error": decision.error.message if decision.error else None})
+        answers.append(recorded(decision))
     return answers, latencies, (sum(cpu_seconds(p) for p in pids) - before) * 1000 / len(table)
+
+
+def recorded(decision: Decision) -> dict:
+    probabilities = decision.probabilities or {}
+    return {"status": decision.status, "decision": decision.decision, "confidence": decision.confidence,
+            # what the system would have answered at a lower threshold (threshold_sweep)
+            "choice": max(probabilities, key=probabilities.__getitem__) if probabilities else None,
+            "provider": decision.provider, "stage": decision.stage,
+            "attempts": [a.provider for a in decision.attempts],
+            "error": decision.error.message if decision.error else None}
 
 
 def summary(table: list[dict], answers: list[dict], latencies: list[float]) -> dict:
@@ -139,7 +148,9 @@ async def run(per_set: int, blind_file: str) -> dict:
     with ExitStack() as stack, tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         minilm_url, judge_url, minilm_pid, judge_pid = start_engines(stack)
-        for name, (provider, cascade, heads) in SYSTEMS.items():
+
+        def gateway_for(name: str) -> Gateway:
+            provider, cascade, heads = SYSTEMS[name]
             toml = (f'[gateway]\nprovider = "{provider}"\ncascade = {json.dumps(cascade)}\ntimeout_s = 60\n'
                     f'[learning]\nenabled = {str(heads).lower()}\n'
                     f'[providers.systemone]\nendpoint = "{minilm_url}"\nmax_options = 256\nbatch = true\n'
@@ -148,9 +159,15 @@ async def run(per_set: int, blind_file: str) -> dict:
             config = load_config({"SYSTEM1_CONFIG": str(work / f"{name}.toml"), "SYSTEM1_INSTALL_DIR": str(work / name)})
             if config.errors:
                 raise RuntimeError(f"{name}: {config.errors}")
-            gateway = Gateway(config)
+            return Gateway(config)
+
+        readings: dict[int, Reading] = {}
+        for name in SYSTEMS:
+            gateway = gateway_for(name)
             try:
                 answers, latencies, cpu_ms = await ask_all(gateway, table, [minilm_pid, judge_pid])
+                if SYSTEMS[name][1]:
+                    readings = await read_again(gateway, table)
             finally:
                 await gateway.aclose()
             by_set = {}
@@ -166,7 +183,33 @@ async def run(per_set: int, blind_file: str) -> dict:
                                                   "choice": a["choice"], "confidence": a["confidence"]}
                                                  for r, a in zip(table, answers)]}
             print(f"{name}: blind {by_set['blind']}", flush=True)
+        results["read_again"] = {}
+        for name in ("minilm+heads", "judge"):
+            gateway = gateway_for(name)
+            try:
+                for i, reading in readings.items():
+                    decision = reading.answer(await gateway.decide({**request(table[i]), "question": DESTRUCTIVE},
+                                                                   client="bench"))
+                    results["read_again"].setdefault(str(i), {})[name] = recorded(decision)
+            finally:
+                await gateway.aclose()
     return results
+
+
+async def read_again(gateway: Gateway, table: list[dict]) -> dict[int, Reading]:
+    """The rows whose question the cascade `gateway` asked as the destructive-command question
+    (`core.rewording`), from the readings it keeps: by row index."""
+    async def unasked(state: object, queries: list[Query]) -> None:
+        return None  # every wording the cascade met is read by now; one it could not read stays unread
+
+    found = {}
+    for i, row in enumerate(table):
+        if not row.get("options"):
+            query = Query(row["question"], ["yes", "no"], yes_no=True)
+            reading = await gateway.rewording.read(row.get("context"), query, unasked)
+            if reading is not None:
+                found[i] = reading
+    return found
 
 
 SWEEP = (0.6, 0.7, 0.8, 0.9)
@@ -181,19 +224,26 @@ def threshold_sweep(results: dict, set_name: str) -> dict[str, list[dict]]:
     out from the rows' recorded answers: a system alone answers where its confidence clears the
     threshold; the cascade answers with MiniLM's heads where they clear it, else with the judge
     where it does (the cascade's later stage asks the judge without heads, as the `judge`
-    system does). Exact as far as the judge repeats itself: asked the same prompt again in one
+    system does), each asked a reworded question as the cascade read it (`read_again`). Exact as far as the judge repeats itself: asked the same prompt again in one
     server's life, its raw P(yes) moved by 0.01 in 3 of 5 probes (the first ask against later
     ones, which then repeated exactly with other prompts between), and a question's fit that
     sharpens steeply turns that into several hundredths of confidence, across the threshold for
     a row near it. The 0.6 column is set beside the cascade's own run in the report."""
     systems = results["systems"]
-    first, second = systems["minilm+heads"]["rows"], systems["judge"]["rows"]
+    first, second = list(systems["minilm+heads"]["rows"]), list(systems["judge"]["rows"])
+    # The cascade asks a reworded question as the destructive-command one (core.rewording):
+    # for those rows its stages' answers are the read-again ones.
+    cascade_first, cascade_second = list(first), list(second)
+    for i, again in results.get("read_again", {}).items():
+        cascade_first[int(i)] = {**first[int(i)], **again["minilm+heads"]}
+        cascade_second[int(i)] = {**second[int(i)], **again["judge"]}
     index = [i for i, r in enumerate(first) if r["set"] == set_name and r["label"] != "abstain"]
     sweep: dict[str, list[dict]] = {}
     for threshold in SWEEP:
         picks = {"minilm+heads": {i: first[i]["choice"] for i in index if sure(first[i], threshold)},
                  "judge": {i: second[i]["choice"] for i in index if sure(second[i], threshold)}}
-        picks["cascade"] = {**picks["judge"], **picks["minilm+heads"]}
+        picks["cascade"] = {**{i: cascade_second[i]["choice"] for i in index if sure(cascade_second[i], threshold)},
+                            **{i: cascade_first[i]["choice"] for i in index if sure(cascade_first[i], threshold)}}
         for name, answered in picks.items():
             right = sum(choice == first[i]["label"] for i, choice in answered.items())
             sweep.setdefault(name, []).append({"threshold": threshold, "coverage": len(answered) / len(index),
@@ -280,8 +330,8 @@ def plot(results: dict, path: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--per-set", type=int, default=40)
-    parser.add_argument("--blind", default="blind.jsonl", help="the blind set beside this file (blind2.jsonl: "
-                        "the second, written after the first was measured); results get its name")
+    parser.add_argument("--blind", default="blind.jsonl", help="the blind set beside this file (blind2.jsonl, "
+                        "blind3.jsonl: written after the ones before were measured); results get its name")
     args = parser.parse_args()
     for needed in (LLAMA / "bin" / "llama-server", JUDGE):
         if not needed.exists():
