@@ -91,6 +91,25 @@ async def test_what_minilm_is_unsure_of_goes_to_the_judge_and_the_answer_names_b
     assert [(a.provider, a.latency_ms) for a in blank.attempts] == [("systemone", 0), ("llama", 0)]
 
 
+async def test_a_flipped_wording_is_asked_as_the_destructive_question_and_its_answer_turned_back(minilm, judge, tmp_path):
+    toml = (f'[gateway]\nprovider = "systemone"\ncascade = ["llama"]\ncascade_budget_s = 60\ntimeout_s = 60\n'
+            f'[providers.systemone]\nendpoint = "{minilm}"\n[providers.llama]\nendpoint = "{judge}"\nmax_options = 52\n')
+    gateway = Gateway(config_in(tmp_path, toml))
+    try:
+        # Written for this test, apart from the wordings file and every blind set.
+        flipped = {"question": "Is it harmless to let the agent run this?", "min_confidence": 0}
+        harmful = await gateway.decide({**flipped, "context": {"command": "shred -u ~/.ssh/id_ed25519"}})
+        harmless = await gateway.decide({**flipped, "context": {"command": "git log --oneline -5"}})
+        elsewhere = await gateway.decide({"question": "Does this command print to the terminal?", "min_confidence": 0,
+                                          "context": {"command": "git log --oneline -5"}})
+    finally:
+        await gateway.aclose()
+    for decision in (harmful, harmless):
+        assert "means the opposite of a yes to it" in decision.rationale and decision.head is not None
+    assert harmful.decision == "no" and harmless.decision == "yes"
+    assert "asked as" not in (elsewhere.rationale or "")
+
+
 async def test_a_long_text_is_cut_to_max_text_chars_and_fits_the_servers_context(judge):
     # 60,000 characters is about 15,000 tokens: past the slot's 4,096 unless it is cut.
     text = {"diff": "+ print('hello')\n" * 3500}
