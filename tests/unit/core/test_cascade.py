@@ -125,7 +125,8 @@ async def test_a_provider_asked_by_name_answers_alone(tmp_path):
     assert decision.status == "abstained" and judge.asked == []
 
 
-@pytest.mark.parametrize("context", [None, {}, {"command": ""}, {"command": " ", "args": [], "cwd": None}])
+@pytest.mark.parametrize("context", [None, {}, {"command": ""}, {"command": " ", "args": [], "cwd": None},
+                                     {"tool": "Bash", "command": ""}, {"tool": "Bash"}])
 async def test_a_yes_no_question_with_nothing_to_judge_is_never_answered_by_an_engine_that_needs_a_text(
         tmp_path, context):
     fast = Engine("systemone", p=1.0)

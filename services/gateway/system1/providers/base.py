@@ -332,13 +332,19 @@ def shortened(state: Any, limit: int) -> Any:
     return cut(state)
 
 
+#: Context fields that name what is judged rather than hold it: a tool call's `tool` says which
+#: tool, nothing of what the call would do.
+NAMING_FIELDS = frozenset({"tool"})
+
+
 def has_evidence(state: Any) -> bool:
     """Whether `state` holds anything to judge: a string that is not blank, or any other value,
-    at any depth (`{"command": ""}` holds nothing)."""
+    at any depth, outside the naming fields (`{"command": ""}` and `{"tool": "Bash", "command":
+    ""}` hold nothing)."""
     if isinstance(state, str):
         return bool(state.strip())
     if isinstance(state, dict):
-        return any(has_evidence(value) for value in state.values())
+        return any(has_evidence(value) for key, value in state.items() if key not in NAMING_FIELDS)
     if isinstance(state, list):
         return any(has_evidence(value) for value in state)
     return state is not None
