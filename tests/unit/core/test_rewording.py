@@ -86,6 +86,23 @@ async def test_where_the_judge_reads_a_wording_otherwise_than_its_words_it_is_as
     assert "asked as" not in decision.rationale
 
 
+async def test_metrics_count_reworded_decisions_by_how_they_were_asked(tmp_path):
+    from prometheus_client import generate_latest
+
+    from system1.service.metrics import Metrics
+
+    metrics = Metrics()
+    toml = '[gateway]\nprovider = "systemone"\ncascade = ["mock"]\n'
+    core = Gateway(config_in(tmp_path, toml), providers={"systemone": Engine("systemone"), "mock": Judge(SAFE)},
+                   observer=metrics)
+    for command in ("ls", "rm -rf /srv"):
+        await core.decide({"question": "Is this command safe to run?", "context": {"command": command}})
+    await core.decide({"question": DESTRUCTIVE, "context": COMMAND})
+    text = generate_latest(metrics.registry).decode()
+    assert 'system1_reworded_decisions_total{read_as="opposite"} 2.0' in text
+    assert 'read_as="same"' not in text
+
+
 async def test_a_wording_is_read_once_and_remembered(tmp_path):
     fast, judge = Engine("systemone", p=0.9), Judge(SAFE)
     core = gateway(tmp_path, fast, judge)

@@ -40,6 +40,9 @@ class Decision:
     head: str | None = None
     #: The cascade stage that gave this answer (see `core.cascade`): 1 for the chain.
     stage: int = 1
+    #: How a reworded question was asked (see `core.rewording`): "same" as the head's question,
+    #: "opposite" (its answer turned back), or None: as worded.
+    read_as: str | None = None
 
     @classmethod
     def failed(

@@ -113,12 +113,12 @@ class Reading:
         note = f"[asked as {DESTRUCTIVE!r}: a yes to {self.worded!r} means {how} a yes to it]"
         rationale = f"{decision.rationale} {note}" if decision.rationale else note
         if not self.flipped:
-            return replace(decision, rationale=rationale)
+            return replace(decision, rationale=rationale, read_as="same")
         turned = {"yes": "no", "no": "yes"}
         probabilities = ({turned.get(k, k): v for k, v in decision.probabilities.items()}
                          if decision.probabilities else decision.probabilities)
         return replace(decision, decision=turned.get(decision.decision or "", decision.decision),
-                       probabilities=probabilities, rationale=rationale)
+                       probabilities=probabilities, rationale=rationale, read_as="opposite")
 
 
 class Rewording:

@@ -63,6 +63,9 @@ class Metrics(Observer):
                                   ["provider", "fit"], registry=r)
         self.head_decisions = Counter("system1_head_decisions", "Answers given by a learned head, by kind.",
                                       ["kind"], registry=r)
+        self.reworded_decisions = Counter("system1_reworded_decisions",
+                                          "Reworded questions asked as a head's own question, by how: same or "
+                                          "opposite (the answer turned back).", ["read_as"], registry=r)
         self.stage_decisions = Counter("system1_stage_decisions",
                                        "Decisions by the cascade stage that gave them (1: the chain) and status.",
                                        ["stage", "status"], registry=r)
@@ -130,6 +133,8 @@ class Metrics(Observer):
             self._child(self.calibrated, decision.provider, decision.calibration).inc()
         if decision.head is not None:
             self._child(self.head_decisions, decision.head).inc()
+        if decision.read_as is not None:
+            self._child(self.reworded_decisions, decision.read_as).inc()
         if decision.status != "error":
             self._child(self.stage_decisions, str(decision.stage), decision.status).inc()
         if decision.confidence is not None:
