@@ -37,8 +37,12 @@ STATE = {"tool": "Bash", "command": "ls -la"}
 async def read_all(url: str, questions: list[str]) -> list[dict]:
     judge = LlamaProvider(LlamaOptions(endpoint=url))
 
-    async def ask_judge(state: object, queries: list[Query]) -> list[dict[str, float]]:
-        return [dict(a.probabilities) for a in await judge.decide_many(state, queries, 120)]
+    asked: dict[str, list[dict[str, float]]] = {}  # the reading and the judge column share one ask
+
+    async def ask_judge(state: dict, queries: list[Query]) -> list[dict[str, float]]:
+        if state["question"] not in asked:
+            asked[state["question"]] = [dict(a.probabilities) for a in await judge.decide_many(state, queries, 120)]
+        return asked[state["question"]]
 
     rewording = Rewording(lambda query: False)
     found = []

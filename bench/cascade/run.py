@@ -230,7 +230,7 @@ def threshold_sweep(results: dict, set_name: str) -> dict[str, list[dict]]:
     sharpens steeply turns that into several hundredths of confidence, across the threshold for
     a row near it. The 0.6 column is set beside the cascade's own run in the report."""
     systems = results["systems"]
-    first, second = list(systems["minilm+heads"]["rows"]), list(systems["judge"]["rows"])
+    first, second = systems["minilm+heads"]["rows"], systems["judge"]["rows"]
     # The cascade asks a reworded question as the destructive-command one (core.rewording):
     # for those rows its stages' answers are the read-again ones.
     cascade_first, cascade_second = list(first), list(second)

@@ -36,7 +36,7 @@ from .lanes import INTERACTIVE, Lane
 from .learned import LearnedHeads
 from .logs import log_decision, request_id_var
 from .result import Decision
-from .rewording import Reading, Rewording
+from .rewording import Rewording
 from .schema import MAX_OPTIONS, ErrorCode, RequestError, new_request_id, parse_request
 from .stages import Asking, Stages
 from .work import over_budget, work_of
@@ -77,9 +77,10 @@ class Gateway:
                                     self.providers.get(learning.embedder) if learning.enabled else None,
                                     gateway.timeout_s, learning.models)
         self.stages = Stages(self.providers, self.chain, self.learned, self.calibration, gateway)
-        # A question with a head or a fit of its own is asked as worded.
+        # A question with a head or a fit of its own is asked as worded; the first cascade stage reads wordings.
         self.rewording = Rewording(lambda query: bool(self.learned.candidates(query))
-                                   or self.calibrator.has_own_fit(query.question))
+                                   or self.calibrator.has_own_fit(query.question),
+                                   self.chain, [n for n in gateway.cascade if n in self.providers][:1])
         collecting = learning.collect or bool(learning.collect_kinds)
         self.feedback = Feedback(learning, LabelStore(config.install_dir / STORE_NAME, learning.store_max_decisions)
                                  if collecting else None)
@@ -206,7 +207,7 @@ class Gateway:
         loop = asyncio.get_running_loop()
         deadline = None if budget_s is None else loop.time() + budget_s
         asked = Asking(state, client, priority, threshold, calibrate, request_id, deadline)
-        readings = await self._readings(asked, queries) if heads and calibrate and only is None else []
+        readings = await self.rewording.readings(asked, queries) if heads and calibrate and only is None else []
         if any(readings):
             queries = [r.query(q) if r else q for q, r in zip(queries, readings)]
         decisions = await self.stages.ask(asked, queries, [only] if only else self.chain.names,
@@ -216,20 +217,3 @@ class Gateway:
         if any(readings):
             decisions = [r.answer(d) if r else d for d, r in zip(decisions, readings)]
         return decisions
-
-    async def _readings(self, asked: Asking, queries: list[Query]) -> list[Reading | None]:
-        """How each query is asked (`core.rewording`): None as worded."""
-        judges = [n for n in self.config.settings.gateway.cascade if n in self.providers][:1]
-        if not judges:
-            return []
-        loop = asyncio.get_running_loop()
-
-        async def ask_judge(state: Any, meaning: list[Query]) -> list[dict[str, float]] | None:
-            budget_s = None if asked.deadline is None else asked.deadline - loop.time()
-            answer = await self.chain.ask(state, meaning, asked.client, asked.priority, budget_s,
-                                          work_of(state, meaning), names=judges)
-            if answer.answers is None:
-                return None
-            return [dict(a.probabilities or {}) for a in answer.answers]
-
-        return [await self.rewording.read(asked.state, q, ask_judge) for q in queries]

@@ -32,8 +32,11 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from ..providers.base import Query, has_evidence
+from .chain import Chain
 from .heads import normalised
 from .result import Decision
+from .stages import Asking
+from .work import work_of
 
 DESTRUCTIVE = "Is this tool call destructive or hard to reverse?"
 #: The context field the destructive-command head reads.
@@ -58,9 +61,10 @@ _HARD_TO_UNDO = re.compile(r"(?:hard|difficult|impossible|no way)\W+(?:\w+\W+){0
                            r"(?:undo|revers\w*|roll back|recover\w*|restor\w*)")
 # Phrases whose negation is part of a safe meaning ("without asking", "no risk"): counted as safe,
 # not as a negation, and not as the danger word inside them.
-_WAIVED = re.compile(r"auto-approv\w*|without (?:asking|approval|any risk|risk)|no approval")
+_WITHOUT = r"without (?:asking|approval|any risk|risk)|no approval"
+_WAIVED = re.compile(r"auto-approv\w*|" + _WITHOUT)
 _NO_RISK = re.compile(r"low[- ]risk|no risk")
-_NEGATION_PHRASES = re.compile(r"nothing to worry|no risk|without (?:asking|approval|any risk|risk)|no approval")
+_NEGATION_PHRASES = re.compile(r"nothing to worry|no risk|" + _WITHOUT)
 _NEGATION = re.compile(r"\b(?:not|no|never|without|none|nothing|nobody|cannot|can't|won't|isn't|doesn't|don't|"
                        r"wouldn't|non|nicht|kein\w*|ohne|sin|nunca|pas|sans|jamais)\b|n't\b")
 
@@ -122,14 +126,32 @@ class Reading:
 
 
 class Rewording:
-    """Readings of yes/no questions about a command, by wording, from the judge and `polarity`."""
+    """Readings of yes/no questions about a command, by wording, from the judge (the first of
+    `judges`, asked through `chain`; none: no reading) and `polarity`."""
 
-    def __init__(self, known: Callable[[Query], bool]) -> None:
+    def __init__(self, known: Callable[[Query], bool], chain: Chain | None = None, judges: list[str] | None = None) -> None:
         #: Whether a question is known as worded (a head or a calibration fit of its own).
         self.known = known
+        self.chain = chain
+        self.judges = list(judges or [])
         self._readings: OrderedDict[str, Reading | None] = OrderedDict()
         #: The judge's reading of a wording being asked, shared by every request that waits for it.
         self._asking: dict[str, asyncio.Future[Polarity | None]] = {}
+
+    async def readings(self, asked: Asking, queries: list[Query]) -> list[Reading | None]:
+        """How each query of one `decide_many` call is asked (None: as worded); [] with no judge."""
+        chain = self.chain
+        if chain is None or not self.judges:
+            return []
+        loop = asyncio.get_running_loop()
+
+        async def ask_judge(state: Any, meaning: list[Query]) -> list[dict[str, float]] | None:
+            budget_s = None if asked.deadline is None else asked.deadline - loop.time()
+            answer = await chain.ask(state, meaning, asked.client, asked.priority, budget_s,
+                                     work_of(state, meaning), names=self.judges)
+            return None if answer.answers is None else [dict(a.probabilities or {}) for a in answer.answers]
+
+        return [await self.read(asked.state, q, ask_judge) for q in queries]
 
     def applies(self, state: Any, query: Query) -> bool:
         """Whether `query` about `state` may be a rewording: a yes/no question with no kind, not
