@@ -331,7 +331,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--per-set", type=int, default=40)
     parser.add_argument("--blind", default="blind.jsonl", help="the blind set beside this file (blind2.jsonl, "
-                        "blind3.jsonl, blind4.jsonl: each written after the ones before were measured); results "
+                        "blind3.jsonl … blind5.jsonl: each written after the ones before were measured); results "
                         "get its name")
     args = parser.parse_args()
     for needed in (LLAMA / "bin" / "llama-server", JUDGE):
