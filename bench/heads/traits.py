@@ -29,7 +29,7 @@ from system1.core.rewording import DESTRUCTIVE  # noqa: E402
 from system1.offline.learning import Example, learn_kind  # noqa: E402
 from systemone_engine.backends import MiniLM, state_text  # noqa: E402
 
-BLIND = ["blind.jsonl", "blind2.jsonl", "blind3.jsonl", "blind4.jsonl"]
+BLIND = ["blind.jsonl", "blind2.jsonl", "blind3.jsonl", "blind4.jsonl", "blind5.jsonl"]
 THRESHOLD = 0.6
 
 
@@ -71,7 +71,8 @@ def main() -> None:
     lines = ["# The destructive-command head with and without the command traits", "",
              "`bench/heads/traits.py`: the head fitted on the 712 training rows as `system1 learn` fits it, with the "
              "traits of `core/command_traits.py` beside the wording and without them. Held out: grouped folds, means "
-             f"of 3 splits. Blind: the `destructive` rows of each blind set (never fitted on), answered at {THRESHOLD}.",
+             f"of 3 splits. Blind: the `destructive` rows of each blind set (never fitted on), answered at "
+             f"{THRESHOLD}.",
              "", "| head | held out: accuracy | held out: answered / right at 0.6 | ECE at 0.6 | "
              + " | ".join(f"{name}: answered / right" for name in BLIND) + " |", "|---" * (4 + len(BLIND)) + "|"]
     for label, traits in (("without traits", False), ("with traits", True)):
@@ -80,7 +81,8 @@ def main() -> None:
             cells = []
             for name, rows in blind.items():
                 n, answered, right = asked(result.fitted, rows, blind_vectors[name])
-                cells.append(f"{answered / n:.0%} / {right / max(answered, 1):.1%} ({right} of {answered}, {n} rows)")
+                share, rate = answered / n, right / max(answered, 1)
+                cells.append(f"{share:.0%} / {rate:.1%} ({right} of {answered}, {n} rows)")
         at = result.head["at_threshold"]
         lines.append(f"| {label} | {result.head['accuracy']:.1%} | {at['coverage']:.0%} / {at['accuracy']:.1%} | "
                      f"{at['ece']:.3f} | " + " | ".join(cells) + " |")

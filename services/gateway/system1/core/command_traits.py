@@ -103,7 +103,8 @@ _REGENERABLE = re.compile(r"(?:^|/)(?:build|dist|out|target|node_modules|__pycac
                           r"\.turbo|bin/debug|obj|\.eggs|[\w.-]*\.egg-info|\.ruff_cache|\.venv-cache|\.terraform)/?$|"
                           r"\.(?:pyc|pyo|o|class|log\.\d+|tmp)$|^/tmp/")
 _SQL = {
-    "sql-drop": re.compile(r"\bdrop\s+(?:table|database|schema|index|view|collection|user|role)\b|\.drop(?:database)?\(\)"),
+    "sql-drop": re.compile(r"\bdrop\s+(?:table|database|schema|index|view|collection|user|role)\b"
+                           r"|\.drop(?:database)?\(\)"),
     "sql-truncate": re.compile(r"\btruncate\s+(?:table\s+)?\w"),
     "sql-delete": re.compile(r"\bdelete\s+from\b|\.delete(?:many|one)\(|\bflushall\b|\bflushdb\b"),
     "sql-update": re.compile(r"\bupdate\s+\w+\s+set\b|\.update(?:many|one)\(|\balter\s+table\s+\w+\s+drop\b"),
@@ -203,7 +204,10 @@ def _simple(words: list[str]) -> set[str]:
     lowered = [a.lower() for a in args]
     flags = {a for a in args if a.startswith("-") or len(a) == 2 and a.startswith("/")}
     targets = [a for a in lowered if not a.startswith("-")]
-    found |= _by_program(program, lowered, flags) if program in _KNOWN_PROGRAMS else _by_verb(_verbs(targets), lowered, flags)
+    if program in _KNOWN_PROGRAMS:
+        found |= _by_program(program, lowered, flags)
+    else:
+        found |= _by_verb(_verbs(targets), lowered, flags)
     if flags & _DRY_FLAGS or any(a.startswith("--dry-run") for a in lowered):
         found.add("dry-run")
     combined = "".join(f[1:].lower() for f in flags if program in _COMBINED_FLAGS and f[:1] == "-" != f[1:2])
