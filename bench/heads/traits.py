@@ -22,12 +22,13 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-sys.path[:0] = [str(ROOT / "engines" / "systemone"), str(ROOT / "services" / "gateway")]
+sys.path[:0] = [str(HERE), str(ROOT / "engines" / "systemone"), str(ROOT / "services" / "gateway")]
 
+from embedders import encoded, judged  # noqa: E402
 from system1.core import lexical  # noqa: E402
 from system1.core.rewording import DESTRUCTIVE  # noqa: E402
 from system1.offline.learning import Example, learn_kind  # noqa: E402
-from systemone_engine.backends import MiniLM, state_text  # noqa: E402
+from systemone_engine.backends import MiniLM  # noqa: E402
 
 BLIND = ["blind.jsonl", "blind2.jsonl", "blind3.jsonl", "blind4.jsonl", "blind5.jsonl"]
 THRESHOLD = 0.6
@@ -60,9 +61,9 @@ def asked(head, rows: list[dict], vectors: np.ndarray) -> tuple[int, int, int]:
 def main() -> None:
     encoder = MiniLM().encoder
 
-    def embedded(rows: list[dict]) -> np.ndarray:
-        texts = [state_text(r["context"]) for r in rows]
-        return np.concatenate([encoder.encode(texts[i:i + 32]) for i in range(0, len(texts), 32)])
+    def embedded(rows: list[dict]) -> np.ndarray:  # as serve.py embeds them (bench/heads/embedders.py)
+        return encoded([judged(r)[0] for r in rows],
+                       lambda texts: np.concatenate([encoder.encode(texts[i:i + 32]) for i in range(0, len(texts), 32)]))
 
     training = rows_of(ROOT / "calibration" / "yes-no-seed.jsonl")
     blind = {name: rows_of(ROOT / "bench" / "cascade" / name, "destructive") for name in BLIND}

@@ -53,17 +53,19 @@ _READERS = frozenset({
     "who", "groups", "vmstat", "iostat", "nproc", "lscpu", "lsusb", "lspci", "test", "[", "realpath", "readlink",
     "basename", "dirname", "xxd", "hexdump", "od", "strings", "nm", "objdump", "ldd", "openssl", "get-childitem",
     "get-content", "get-process", "select-string", "test-path", "get-item", "findstr", "journalctl", "pg_dump",
-    "mysqldump", "awk", "sed", "find", "tar", "zcat", "zgrep", "gzip", "gunzip", "unzip", "zip", "base64",
+    "mysqldump", "awk", "sed", "find", "tar", "zcat", "zgrep", "base64",
 })
+# Programs that write whatever they are given (an archive, or the files out of one).
+_PACKERS = frozenset({"zip", "unzip", "gzip", "gunzip"})
 _WRITES_WITH: dict[str, tuple[str, ...]] = {
     "sed": ("-i", "--in-place"), "awk": ("-i",), "sort": ("-o",), "find": ("-exec", "-ok"), "openssl": ("-out",),
-    "curl": ("-o", "--output"), "wget": ("-o", "--output-document"), "zip": ("",), "unzip": ("",),
-    "tar": ("-x", "-c", "--extract", "--create", "--append"), "gzip": ("",), "gunzip": ("",),
+    "curl": ("-o", "--output"), "wget": ("-o", "--output-document"),
+    "tar": ("-x", "-c", "--extract", "--create", "--append"),
     "journalctl": ("--vacuum-size", "--vacuum-time", "--rotate"),
 }
 _DB_CLIENTS = frozenset({"sqlite3", "psql", "mysql", "mongosh", "mongo", "redis-cli", "clickhouse-client", "cqlsh"})
-_KNOWN_PROGRAMS = frozenset().union(*_PROGRAM_TRAITS.values(), _COPIERS, _HTTP_CLIENTS, _READERS, _DB_CLIENTS,
-                                     {"ln", "crontab"})
+_KNOWN_PROGRAMS = frozenset().union(*_PROGRAM_TRAITS.values(), _COPIERS, _HTTP_CLIENTS, _READERS, _PACKERS,
+                                     _DB_CLIENTS, {"ln", "crontab"})
 
 # Subcommand words, read in the first few words after the program (`git branch -D`, `aws s3 rb`,
 # `gcloud compute instances delete`, `terminate-instances`: a hyphenated word by its first part).
@@ -112,17 +114,16 @@ _SQL = {
 }
 _NO_WHERE = re.compile(r"\b(?:delete\s+from|update\s+\w+\s+set)\b(?![^;]*\bwhere\b)")
 _WRITES = frozenset({"deletes", "overwrites", "stops", "changes-access", "sends", "rewrites-history"})
-_SPLIT = frozenset({";", "&&", "||", "|", "&", "\n", "(", ")", "{", "}"})
+# What ends a simple command: a word of these characters alone (`;`, `&&`, `|`, `(` …), or a brace.
+_SEPARATORS = frozenset(";&|()")
+_BRACES = frozenset({"{", "}"})
 
 
 def traits(command: str) -> set[str]:
     """The traits of a command line (empty for blank text)."""
     text = command[:MAX_CHARS]
-    found: set[str] = set()
     lowered = text.lower()
-    for name, pattern in _SQL.items():
-        if pattern.search(lowered):
-            found.add(name)
+    found = {name for name, pattern in _SQL.items() if pattern.search(lowered)}
     if _NO_WHERE.search(lowered):
         found.add("sql-no-where")
     parts = [_simple(words) for words in _simple_commands(text)]
@@ -147,7 +148,7 @@ def _simple_commands(text: str) -> list[list[str]]:
     """The line's simple commands, each its words, redirections kept as `>`/`>>` words."""
     commands: list[list[str]] = [[]]
     for word in _words(text.replace("\n", " ; ")):
-        if word in _SPLIT or set(word) <= set(";&|()"):
+        if word in _BRACES or set(word) <= _SEPARATORS:
             commands.append([])
         else:
             commands[-1].append(word)
@@ -210,7 +211,9 @@ def _simple(words: list[str]) -> set[str]:
         found |= _by_verb(_verbs(targets), lowered, flags)
     if flags & _DRY_FLAGS or any(a.startswith("--dry-run") for a in lowered):
         found.add("dry-run")
-    combined = "".join(f[1:].lower() for f in flags if program in _COMBINED_FLAGS and f[:1] == "-" != f[1:2])
+    # Short flags run together (`-rf`): their letters, for the programs that read them so.
+    combined = "".join(f[1:].lower() for f in flags if f.startswith("-") and not f.startswith("--")) \
+        if program in _COMBINED_FLAGS else ""
     if flags & _FORCE_FLAGS or "f" in combined or any(a.startswith("--force") for a in lowered):
         found.add("forced")
     if flags & _RECURSIVE_FLAGS or "r" in combined:
@@ -247,7 +250,7 @@ def _by_program(program: str, args: list[str], flags: set[str]) -> set[str]:
         return {"deletes"}
     if program == "sed" and any(a.startswith(("-i.", "--in-place=")) for a in args):
         return {"backs-up"}
-    if any(a.startswith(flag) for a in args for flag in _WRITES_WITH.get(program, ())):
+    if program in _PACKERS and args or any(a.startswith(flag) for a in args for flag in _WRITES_WITH.get(program, ())):
         return {"overwrites"}
     if program == "tar" and args and args[0][:1] in ("x", "c"):  # `tar xzf`: the mode without a dash
         return {"overwrites"}
