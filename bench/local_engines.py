@@ -29,6 +29,8 @@ TINY = ROOT / "tests" / "contract"
 #: As the stack runs llama-server (compose.yaml): its threads do not spin waiting for work, which
 #: on two cores slows whatever engine answers next (bench/cascade/POLL.md).
 NO_POLLING = ("--poll", "0")
+#: As the stack runs the judge: its reading (the last hidden state) at /embedding too.
+READING = ("--embeddings", "--pooling", "last")
 
 
 @dataclass(frozen=True)
@@ -51,12 +53,13 @@ def serve(stack: ExitStack, argv: list[str], health: str, env: dict[str, str] | 
 
 
 def judge_server(stack: ExitStack, slots: int = 1, polling: bool = False) -> tuple[str, int]:
-    """llama-server with the judge on a free port, 2 threads, stopped with `stack`: its URL and pid.
-    `polling` leaves llama-server's own default (its threads poll for work after each answer)."""
+    """llama-server with the judge on a free port, 2 threads, its reading on (as the stack runs
+    it), stopped with `stack`: its URL and pid. `polling` leaves llama-server's own default (its
+    threads poll for work after each answer)."""
     port = free_port()
     pid = serve(stack, [str(LLAMA / "bin" / "llama-server"), "-m", str(JUDGE), "--alias", "qwen2.5-coder-1.5b-decision",
                         "--host", "127.0.0.1", "--port", str(port), "-c", "4096", "-np", str(slots), "-t", "2",
-                        *(() if polling else NO_POLLING)],
+                        *READING, *(() if polling else NO_POLLING)],
                 f"http://127.0.0.1:{port}/health")
     return f"http://127.0.0.1:{port}", pid
 

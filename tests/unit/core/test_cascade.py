@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 
 import pytest
 
@@ -235,3 +236,69 @@ async def test_a_choice_from_an_engine_whose_yes_no_is_relevance_alone_still_dec
     fast, judge = Engine("systemone", p=0.99, relevance=True), Engine("mock", p=0.9)
     decision = await cascade(tmp_path, fast, judge, fits=(UNSEEN_FIT,)).decide(CHOICE)
     assert decision.status == "decided" and decision.provider == "systemone" and judge.asked == []
+
+
+# A later stage's own head on its reading (core/reading.py): the judge's vector of the text,
+# stacked on the first stage's head. On 2 dimensions: the first axis means "yes".
+PAY = {"question": "Does the note disclose someone's pay?", "context": {"note": "rm: Priya's base goes to 104k"}}
+
+
+class Reader(Engine):
+    """An engine that also gives its reading: `rm` texts on the first axis, others on the second."""
+
+    def __init__(self, *args, model: str = "mock-model", down: bool = False, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.model, self.down = model, down
+        self.read: list[object] = []
+
+    async def embed(self, state, query: Query, timeout_s: float, model: str | None = None):
+        self.read.append(state)
+        if self.down:
+            raise ProviderError("HTTP 501: This server does not support embeddings", provider=self.name)
+        return self.model, [1.0, 0.0] if "rm" in str(state) else [0.0, 1.0]
+
+
+def reading_cascade(tmp_path, judge: Reader, first_head: bool = True) -> Gateway:
+    from system1.core.heads import Head, Heads, kind_of
+
+    kind = kind_of(PAY["question"], ["yes", "no"], yes_no=True)
+    # Stage 1's head answers P(yes) = σ(0.2) ≈ 0.55 for an `rm` text: unsure at 0.6.
+    first = Head(kind=kind, embedder="systemone", model="systemone-model", options=["yes", "no"],
+                 weights=[[0.2, 0.0], [0.0, 0.0]], bias=[0.0, 0.0])
+    second = Head(kind=kind, embedder="mock", model="mock-model", options=["yes", "no"],
+                  weights=[[3.0, -3.0], [0.0, 0.0]], bias=[0.0, 0.0], earlier=[1.0, 1.0])
+    toml = '[gateway]\nprovider = "systemone"\ncascade = ["mock"]\nmin_confidence = 0.6\n'
+    fast = Reader("systemone", p=0.55, model="systemone-model")
+    return Gateway(config_in(tmp_path, toml), providers={"systemone": fast, "mock": judge},
+                   heads=Heads([first, second] if first_head else [second]))
+
+
+async def test_a_stage_with_a_head_of_its_own_reads_the_text_instead_of_answering_stacked_on_the_first_stage(tmp_path):
+    judge = Reader("mock", p=0.99)
+    decision = await reading_cascade(tmp_path, judge).decide(PAY)
+    expected = 1 / (1 + math.exp(-(3.0 + 0.2)))  # the judge's head plus stage 1's log-odds
+    assert decision.status == "decided" and decision.decision == "yes" and decision.stage == 2
+    assert decision.confidence == pytest.approx(expected) and decision.calibration == "head"
+    assert judge.asked == [] and judge.read == [PAY["context"]]  # one pass: read, never asked
+    assert [(a.provider, a.outcome) for a in decision.attempts] == [("systemone", "abstained"), ("mock", "ok")]
+    assert "learned head" in decision.attempts[-1].detail and decision.rationale.endswith(
+        "[stage 2, mock, after systemone: confidence 0.55 below 0.60]")
+
+
+async def test_a_stage_whose_reading_fails_or_is_of_another_model_is_asked_for_its_answer(tmp_path):
+    for judge in (Reader("mock", p=0.9, down=True), Reader("mock", p=0.9, model="another-model")):
+        decision = await reading_cascade(tmp_path, judge).decide(PAY)
+        assert decision.status == "decided" and decision.stage == 2 and decision.confidence == pytest.approx(0.9)
+        assert judge.read and judge.asked == [(PAY["context"], PAY["question"])]
+
+
+async def test_a_stacked_head_is_not_used_where_stage_1_answered_without_its_head(tmp_path):
+    judge = Reader("mock", p=0.9)
+    decision = await reading_cascade(tmp_path, judge, first_head=False).decide(PAY)
+    assert decision.stage == 2 and judge.read == [] and judge.asked == [(PAY["context"], PAY["question"])]
+
+
+async def test_a_question_the_stages_head_is_not_for_is_asked_without_a_reading(tmp_path):
+    judge = Reader("mock", p=0.9)
+    decision = await reading_cascade(tmp_path, judge).decide(CHOICE)
+    assert decision.stage == 2 and judge.read == [] and len(judge.asked) == 1

@@ -238,6 +238,19 @@ def test_a_head_with_mismatched_shapes_is_refused():
     assert DESTRUCTIVE.probabilities([1.0, 0.0, 0.0]) is None  # an embedding of another size
 
 
+def test_a_later_stages_head_adds_the_earlier_stages_log_probabilities_and_needs_them():
+    head = Head(kind=KIND, embedder="llama", model="judge", options=["yes", "no"], weights=[[2.0, 0.0], [0.0, 0.0]],
+                bias=[0.0, 0.0], earlier=[1.5, 1.5])
+    p = head.probabilities([1.0, 0.0], None, {"yes": 0.3, "no": 0.7})
+    assert p["yes"] == pytest.approx(1 / (1 + math.exp(-(2.0 + 1.5 * math.log(0.3 / 0.7)))))
+    assert head.probabilities([1.0, 0.0], None, None) is None
+    assert head.probabilities([1.0, 0.0], None, {"yes": 1.0}) is None  # an option's probability missing
+    assert head.probabilities([1.0, 0.0], None, {"yes": 1.0, "no": 0.0})["yes"] > 0.999  # log 0 bounded
+    with pytest.raises(ValueError, match="earlier"):
+        Head(kind=KIND, embedder="llama", model="judge", options=["yes", "no"], weights=[[1.0], [0.0]],
+             bias=[0.0, 0.0], earlier=[1.0])
+
+
 async def test_the_routing_hooks_features_use_a_head_for_their_question(tmp_path):
     from system1.hook.features import FEATURES
 

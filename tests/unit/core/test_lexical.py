@@ -6,6 +6,7 @@ import math
 
 from system1.core import lexical
 from system1.core.command_traits import traits
+from system1.providers.base import plain_text
 
 
 def test_the_same_context_gets_the_same_features_of_unit_length():
@@ -34,4 +35,4 @@ def test_no_text_has_no_features():
 
 
 def test_an_object_is_read_as_key_value_lines():
-    assert lexical.context_text({"prompt": "hi", "n": [1, "ü"]}) == 'prompt: hi\nn: [1, "ü"]'
+    assert plain_text({"prompt": "hi", "n": [1, "ü"]}) == 'prompt: hi\nn: [1, "ü"]'

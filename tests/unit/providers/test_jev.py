@@ -234,13 +234,68 @@ async def test_llama_asks_once_when_both_orders_is_off_and_never_for_choices():
     assert list(wire.bodies[0]["questions"]) == ["q0"]
 
 
-async def test_llama_has_no_batch_endpoint_and_no_embeddings():
+async def test_llama_has_no_batch_endpoint():
     with pytest.raises(ValueError, match="batch"):
         LlamaOptions(batch=True)
-    provider = llama(FakeWire(json_reply({})))
-    assert provider.capabilities().batch is False
-    with pytest.raises(ProviderError, match="no embeddings"):
-        await provider.embed("text", QUERY, 5)
+    assert llama(FakeWire(json_reply({}))).capabilities().batch is False
+
+
+def reading_wire(vector_reply) -> FakeWire:
+    """llama-server with `--embeddings --pooling last`: /v1/models names the alias."""
+    def reply(request):
+        if request.url.path == "/v1/models":
+            return httpx.Response(200, json={"object": "list", "data": [{"id": "qwen-judge", "object": "model"}]})
+        return httpx.Response(200, json=vector_reply)
+    return FakeWire(reply)
+
+
+async def test_llama_reads_the_question_and_the_cut_text_as_a_chat_turn_and_returns_the_pooled_state():
+    wire = reading_wire([{"index": 0, "embedding": [[0.6, 0.8]]}])
+    text = "a" * 600 + "MIDDLE" + "z" * 600
+    provider = llama(wire, max_text_chars=200)
+    model, vector = await provider.embed({"prompt": text}, YES_NO, 5)
+    assert (model, vector) == ("qwen-judge", [0.6, 0.8])
+    assert [r.url.path for r in wire.requests] == ["/v1/models", "/embedding"]
+    turn = wire.bodies[1]["content"]
+    assert turn.startswith(f"<|im_start|>user\n{YES_NO.question}\n\nText:\naaa")
+    assert turn.endswith("zzz\n\nAnswer yes or no.<|im_end|>\n<|im_start|>assistant\n")
+    assert "MIDDLE" not in turn and len(turn) < 400  # the same cut as an answer's
+    await provider.embed({"prompt": "ls"}, YES_NO, 5)
+    assert [r.url.path for r in wire.requests][2:] == ["/embedding"]  # the model is asked once
+
+
+async def test_llama_reads_a_context_of_several_fields_as_key_value_lines_and_names_a_choices_options():
+    wire = reading_wire([{"index": 0, "embedding": [[1.0]]}])
+    await llama(wire).embed({"tool": "Bash", "command": "rm -rf build/"}, QUERY, 5)
+    turn = wire.bodies[1]["content"]
+    assert "Text:\ntool: Bash\ncommand: rm -rf build/\n" in turn
+    assert "Answer with one of: billing: charges, refunds, technical: bugs." in turn
+
+
+@pytest.mark.parametrize("reply", [
+    [{"index": 0, "embedding": [[0.1, 0.2], [0.3, 0.4]]}],  # --pooling none: one vector per token
+    {"error": "x"},
+    [{"index": 0, "embedding": []}],
+])
+async def test_llama_a_reading_that_is_not_one_pooled_vector_is_malformed_and_says_how_to_run_the_server(reply):
+    with pytest.raises(MalformedResponse, match="--embeddings --pooling last"):
+        await llama(reading_wire(reply)).embed("text", YES_NO, 5)
+
+
+@pytest.mark.parametrize("template", ["{question} {text} {answr}", "{question} {0}", "{question"])
+def test_llama_a_reading_prompt_with_another_field_is_refused_at_load_naming_it(template):
+    with pytest.raises(ValueError, match="reading_prompt takes"):
+        LlamaOptions(reading_prompt=template)
+
+
+async def test_llama_a_server_without_embeddings_is_a_provider_error():
+    def reply(request):
+        if request.url.path == "/v1/models":
+            return httpx.Response(200, json={"data": [{"id": "m"}]})
+        return httpx.Response(501, json={"error": {"code": 501, "message": "This server does not support "
+                                                   "embeddings. Start it with `--embeddings`"}})
+    with pytest.raises(ProviderError, match="HTTP 501: .*--embeddings"):
+        await llama(FakeWire(reply)).embed("text", YES_NO, 5)
 
 
 async def test_transport_failures_and_timeouts_are_typed():

@@ -14,8 +14,9 @@ Heads file, format version 1: `{"format": "system1-heads", "version": 1, "heads"
 head naming its kind, the embedder (provider and model id: a head for another embedder is
 ignored), its options in order, `weights` (one row of `dim` numbers per option), `bias`,
 `temperature`, optionally `lexical` (the weights of the wording features of `lexical.py` that
-any training row had: bucket index to one weight per option), and for people `n`, `accuracy`
-and `engine_accuracy` (held-out). Two files are
+any training row had: bucket index to one weight per option), optionally `earlier` (a later
+stage's head, stacked on the stage before: one weight per option on the log-probability the
+earlier stage gave it), and for people `n`, `accuracy` and `engine_accuracy` (held-out). Two files are
 read, as for calibration: the installation's own (`<install dir>/heads.json`) over the shipped
 one. Serving is a few hundred multiply-adds per option, in plain Python.
 """
@@ -64,6 +65,8 @@ class Head(BaseModel):
     temperature: float = Field(default=1.0, gt=0.0)
     #: Wording features' weights, by bucket (see `lexical.py`); None: the head reads the embedding alone.
     lexical: dict[int, list[float]] | None = None
+    #: For a later stage's head: the weight of the earlier stage's log-probability of each option.
+    earlier: list[float] | None = None
 
     @model_validator(mode="after")
     def _shapes(self) -> Head:
@@ -75,6 +78,8 @@ class Head(BaseModel):
             if not 0 <= bucket < lexical.DIM or len(row) != len(self.options):
                 raise ValueError(f"lexical weights need buckets in [0, {lexical.DIM}) and one weight per option; "
                                  f"bucket {bucket} has {len(row)}")
+        if self.earlier is not None and len(self.earlier) != len(self.options):
+            raise ValueError("`earlier` needs one weight per option")
         return self
 
     @property
@@ -84,12 +89,20 @@ class Head(BaseModel):
     def fits(self, choices: list[str]) -> bool:
         return sorted(self.options) == sorted(choices)
 
-    def probabilities(self, vector: list[float], context: Any = None) -> dict[str, float] | None:
+    def probabilities(self, vector: list[float], context: Any = None,
+                      earlier: dict[str, float] | None = None) -> dict[str, float] | None:
         """The head's calibrated probabilities for an embedding (and, for a head that reads the
-        wording, the request's context); None when the embedding's size is wrong."""
+        wording, the request's context; for a later stage's head, the earlier stage's
+        probabilities); None when the embedding's size is wrong or `earlier` is needed and
+        missing an option."""
         if len(vector) != self.dim:
             return None
         scores = [sum(w * x for w, x in zip(row, vector)) + b for row, b in zip(self.weights, self.bias)]
+        if self.earlier is not None:
+            if earlier is None or any(o not in earlier for o in self.options):
+                return None
+            scores = [s + w * math.log(min(max(earlier[o], 1e-6), 1.0))
+                      for s, w, o in zip(scores, self.earlier, self.options)]
         if self.lexical:
             for bucket, value in lexical.features(context).items():
                 row = self.lexical.get(bucket)

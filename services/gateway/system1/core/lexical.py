@@ -5,18 +5,18 @@ in a note about a named colleague. A head may add a linear term over these featu
 text's lower-cased words and flags, adjacent word pairs, and the four-character pieces of each
 word (which carry across inflections and languages), each hashed (CRC-32, stable across
 processes and machines) into one of `DIM` buckets, present or not, the vector scaled to unit
-length. The text is the request's context (`context_text`), so `system1 learn` and the gateway
+length. The text is the request's context (`plain_text`), so `system1 learn` and the gateway
 compute the same features from the same request.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import zlib
 from typing import Any
 
+from ..providers.base import plain_text
 from .command_traits import traits
 
 DIM = 1 << 14
@@ -24,21 +24,9 @@ _TOKEN = re.compile(r"--?\w[\w-]*|\w+|>>|[<>|&;]+")
 _WORD = re.compile(r"\w{3,}")
 
 
-def context_text(state: Any) -> str:
-    """A context as text: an object as `key: value` lines, other JSON as JSON, none as ""."""
-    if state is None:
-        return ""
-    if isinstance(state, str):
-        return state
-    if isinstance(state, dict):
-        return "\n".join(f"{k}: {v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)}"
-                         for k, v in state.items())
-    return json.dumps(state, ensure_ascii=False)
-
-
 def features(state: Any) -> dict[int, float]:
     """The context's features: bucket index to value, of unit length (empty for no text)."""
-    text = context_text(state).lower()
+    text = plain_text(state).lower()
     tokens = _TOKEN.findall(text)
     names = {"u:" + t for t in tokens} | {f"b:{a} {b}" for a, b in zip(tokens, tokens[1:])}
     for word in _WORD.findall(text):

@@ -1,7 +1,7 @@
 """The stages of one decision: the chain (stage 1), then each `[gateway] cascade` provider
 for what the stages before passed on (`cascade.py` says what passes and how the answers become
 one), each stage's answers checked, answered by a learned head or calibrated, and held to the
-threshold."""
+threshold. A later stage with a head of its own for the question reads instead (`reading.py`)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from .conclude import conclude, failed, no_evidence
 from .config import GatewaySettings
 from .heads import kind_of
 from .learned import LearnedHeads
+from .reading import read_one
 from .result import Decision
 from .schema import Attempt
 from .work import work_of
@@ -58,11 +59,25 @@ class Stages:
                                     gateway.cascade_skip_kinds)]
             if not passing or deadline - loop.time() <= 0:
                 break
-            answers = await self.ask(later, [queries[i] for i in passing], [name],
-                                        [decisions[i].attempts for i in passing], heads=False)
-            for i, answer in zip(passing, answers):
-                decisions[i] = after_stage(decisions[i], answer, stage)
+            read = await asyncio.gather(*(self.read(later, name, queries[i], decisions[i]) for i in passing))
+            for i, decision in zip(passing, read):
+                if decision is not None:
+                    decisions[i] = after_stage(decisions[i], decision, stage)
+            unread = [i for i, decision in zip(passing, read) if decision is None]
+            if unread:
+                answers = await self.ask(later, [queries[i] for i in unread], [name],
+                                            [decisions[i].attempts for i in unread], heads=False)
+                for i, answer in zip(unread, answers):
+                    decisions[i] = after_stage(decisions[i], answer, stage)
         return decisions
+
+    async def read(self, asked: Asking, name: str, query: Query, before: Decision) -> Decision | None:
+        """Stage `name`'s own head on its reading of `query` (`reading.py`), or None: ask it."""
+        if not asked.calibrate or asked.deadline is None:
+            return None
+        budget_s = asked.deadline - asyncio.get_running_loop().time()
+        return await read_one(self.providers[name], self.learned.heads, asked.state, query, before,
+                              asked.request_id, asked.threshold, budget_s)
 
     async def ask(self, asked: Asking, queries: list[Query], names: list[str], tried: list[list[Attempt]],
                      heads: bool) -> list[Decision]:

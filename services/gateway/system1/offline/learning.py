@@ -174,11 +174,11 @@ def _classifier(x: Any, y: Any, kind: str) -> Any:
         import numpy as np
 
         kept = np.unique(x.nonzero()[1])
-        return _Pruned(_logistic(x[:, kept], y, kind), kept, x.shape[1])
-    return _logistic(x, y, kind)
+        return _Pruned(logistic(x[:, kept], y, kind), kept, x.shape[1])
+    return logistic(x, y, kind)
 
 
-def _logistic(x: Any, y: Any, kind: str) -> Any:
+def logistic(x: Any, y: Any, kind: str) -> Any:
     from sklearn.linear_model import LogisticRegressionCV
 
     smallest = min(Counter(y.tolist()).values())

@@ -285,6 +285,19 @@ def check_option_limit(query: Query, limit: int | None, provider: str) -> None:
         )
 
 
+def plain_text(state: Any) -> str:
+    """A context as text: an object as `key: value` lines, other JSON as JSON, none as "" (what
+    learned heads' wording features and the llama judge's reading read)."""
+    if state is None:
+        return ""
+    if isinstance(state, str):
+        return state
+    if isinstance(state, dict):
+        return "\n".join(f"{k}: {v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)}"
+                         for k, v in state.items())
+    return json.dumps(state, ensure_ascii=False)
+
+
 def context_text(state: Any) -> str | None:
     """The judged text as a chat model reads it, or None when there is none."""
     if state in (None, {}, ""):

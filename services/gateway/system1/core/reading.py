@@ -1,0 +1,56 @@
+"""A later stage answered by its own learned head on the engine's reading, not by its answer.
+
+Where a cascade stage's provider has a head of the question's kind fitted on its own vectors
+(the llama judge's last hidden state, `providers/llama.py`) and stacked on the earlier stage's
+probabilities (`Head.earlier`), that head decides in the stage's place: one pass of the model
+for the vector, no answer asked. A question with no such head, or whose vector does not come in
+time, or whose stage 1 did not answer through its own head for the kind (a stacked head weighs
+that head's probabilities, nothing else), is asked of the stage as usual (`None` here).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+from ..providers.base import EngineAnswer, EngineError, Provider, Query
+from .conclude import conclude
+from .heads import Heads, kind_of
+from .logs import Repeated
+from .result import Decision
+from .schema import Attempt
+
+logger = logging.getLogger(__name__)
+_warned = Repeated(logger)
+
+
+async def read_one(provider: Provider, heads: Heads, state: Any, query: Query, before: Decision, request_id: str,
+                   threshold: float, budget_s: float) -> Decision | None:
+    """Stage `provider`'s head's decision on `query` after the earlier stage's `before`, or None."""
+    kind = kind_of(query.question, query.choices, query.kind, query.yes_no)
+    # A stacked head was fitted on what stage 1's head for the kind answers; other probabilities
+    # (an engine's raw answer when the embedder is down) are not what it weighs.
+    found = [h for h in heads.candidates(kind, provider.name, query.choices)
+             if h.earlier is None or before.head == kind]
+    if not found or budget_s <= 0:
+        return None
+    started = time.perf_counter()
+    try:
+        model, vector = await asyncio.wait_for(provider.embed(state, query, budget_s), budget_s)
+    except (TimeoutError, EngineError) as exc:
+        _warned.warning("%s gave no reading, so it is asked for an answer: %s", provider.name,
+                        exc if str(exc) else type(exc).__name__)
+        return None
+    head = next((h for h in found if h.model == model), None)
+    probabilities = head.probabilities(vector, state, before.probabilities) if head else None
+    if head is None or probabilities is None:
+        return None
+    choice = max(probabilities, key=probabilities.__getitem__)
+    answer = EngineAnswer(decision=choice, confidence=probabilities[choice], probabilities=probabilities,
+                          rationale=f"{provider.name} {model}, read by its head", model=model)
+    attempt = Attempt(provider=provider.name, outcome="ok", latency_ms=round((time.perf_counter() - started) * 1000))
+    return conclude(request_id, [*before.attempts, attempt], provider.name, answer,
+                    threshold if query.min_confidence is None else query.min_confidence, True, None, None,
+                    (head, probabilities), "pass")
