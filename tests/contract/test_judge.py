@@ -30,7 +30,8 @@ HARMLESS = ["df -h", "git log --oneline -5", "kubectl get pods -n payments", "py
 def judge():
     port = free_port()
     args = [str(built(LLAMA / "bin" / "llama-server")), "-m", str(built(JUDGE)), "--alias", "qwen2.5-coder-1.5b-decision",
-            "--host", "127.0.0.1", "--port", str(port), "-c", "4096", "-np", "1", "-t", "2"]
+            "--host", "127.0.0.1", "--port", str(port), "-c", "4096", "-np", "1", "-t", "2",
+            "--embeddings", "--pooling", "last"]  # as the stack runs it: its reading too
     with server(args, f"http://127.0.0.1:{port}/health", timeout_s=180):
         yield f"http://127.0.0.1:{port}"
 
@@ -138,3 +139,26 @@ def test_the_assembler_refuses_parts_that_do_not_make_the_pinned_model(tmp_path)
                              *parts], capture_output=True, text=True, timeout=60)
     assert result.returncode != 0 and "WrongModel" in result.stderr and "refusing it" in result.stderr
     assert not target.exists()
+
+
+async def test_the_judges_reading_feeds_the_shipped_private_question_head_of_the_second_stage(judge):
+    from system1.core.heads import Heads
+    from system1.core.router_config import PRIVATE_KIND
+    from system1.router.signals import PRIVATE_QUESTION
+
+    provider = LlamaProvider(LlamaOptions(endpoint=judge))
+    question = Query(PRIVATE_QUESTION, ["yes", "no"], yes_no=True, kind=PRIVATE_KIND)
+    # Written for this test, apart from every seed and blind set.
+    private = {"prompt": "Tidy this note for HR: Tomasz Wierzbicki told me in confidence he starts chemotherapy "
+                         "next month and asked that his team not be told."}
+    ordinary = {"prompt": "Tidy this note for the team: the office kitchen is closed on Friday for cleaning."}
+    try:
+        (model, seen), (_, plain) = [await provider.embed(s, question, 120) for s in (private, ordinary)]
+    finally:
+        await provider.aclose()
+    assert model == "qwen2.5-coder-1.5b-decision" and len(seen) == 1536
+    assert sum(x * x for x in seen) == pytest.approx(1.0, abs=1e-3)  # pooled and normalised by the server
+    (head,) = Heads.load(None).candidates(PRIVATE_KIND, "llama", ["yes", "no"])
+    unsure = {"yes": 0.5, "no": 0.5}  # the first stage's answer, as it passes a prompt on
+    assert head.model == model
+    assert head.probabilities(seen, private, unsure)["yes"] > 0.5 > head.probabilities(plain, ordinary, unsure)["yes"]
