@@ -51,7 +51,8 @@ CLOUD_KEYS = ("OPENROUTER_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_API_KEY")
 #: named placeholders (`YOUR_API_KEY`) be; "one-order": before the judge asked a yes/no question
 #: in both option orders and its private-question fit was refitted on all 1,608 prompts;
 #: "embedding-alone": before the heads read the wording beside the embedding; each kept as measured.
-LABELS = ("before", "judge-generic-fit", "minilm-head", "e5-head", "seed-927", "one-order", "embedding-alone", "after")
+LABELS = ("before", "judge-generic-fit", "minilm-head", "e5-head", "seed-927", "one-order", "embedding-alone",
+          "judge-answer", "after")
 
 
 def blind(name: str = "blind.jsonl") -> list[dict]:
@@ -225,15 +226,17 @@ def report(name: str) -> str:
              "and never fitted or tuned on, each through the gateway's dry run with the stack's catalogue under "
              "`local_only` (every cloud tier configured). \"before\" is the gateway as it was before the privacy work "
              "(its pre-check and shipped heads, no judge on the router's questions); \"after\" is this code with its "
-             "shipped heads and the judge as the cascade's second stage, its private question read through its own fit; "
-             "\"judge-generic-fit\" is the same code measured before the judge had that fit (its unseen-question fit "
-             "read the question), \"minilm-head\" before the private question's head read multilingual-e5-small's "
+             "shipped heads and the judge as the cascade's second stage, its private question decided by a head on the "
+             "judge's reading stacked on the first stage's answer; "
+             "\"judge-generic-fit\" is the same code measured before the judge's answer had a fit of its own for the "
+             "private question (its unseen-question fit read the question), \"minilm-head\" before the private question's head read multilingual-e5-small's "
              "vectors (it read MiniLM's), and \"e5-head\" that head on e5 before the router's training prompts grew "
              "from 156 to 1,216, \"seed-927\" before the privacy seed grew from 927 to 1,608 prompts and the pre-check "
              "read `curl -u`, `define(…)`, XML and `.netrc` credentials and let named placeholders be, \"one-order\" "
              "before the judge asked a yes/no question in both option orders and had its private-question fit refitted "
              "on all 1,608 prompts, \"embedding-alone\" before the heads read the prompt's wording beside its "
-             "embedding, each kept as measured. The last column counts the prompts passed to the judge "
+             "embedding, \"judge-answer\" before the judge's reading replaced its answer to the private question "
+             "(a head on its last hidden state, stacked on the first stage's answer), each kept as measured. The last column counts the prompts passed to the judge "
              "and, of them, those it let leave. The pre-check's time is CPU time in process; "
              "the decision's is the dry run's own figure. \"Added by local_only\" is, for each prompt stage 1 "
              "cleared, its dry run's time (client side: pre-check, decision, reply) less the same prompt's through "
