@@ -35,7 +35,7 @@ from system1.core.heads import SHIPPED_HEADS  # noqa: E402
 from system1.core.router_config import PRIVATE_KIND, DecisionSettings, RouterSettings  # noqa: E402
 from system1.offline.fitting import auroc  # noqa: E402
 from system1.offline.learn import merge  # noqa: E402
-from system1.offline.learning import grouped_folds, logistic  # noqa: E402
+from system1.offline.learning import grouped_folds, logistic, others  # noqa: E402
 from system1.offline.stacking import held_out_stacked, log_odds, stacked_head  # noqa: E402
 from system1.providers.base import Query  # noqa: E402
 from system1.providers.llama import LlamaOptions, reading  # noqa: E402
@@ -95,7 +95,7 @@ def held_out(labels: list[str], groups: list[str], fit_predict) -> np.ndarray:
     """Each row's P(private) from `fit_predict(train, test)` on the grouped folds stacking.py uses."""
     out = np.zeros(len(labels))
     for fold in grouped_folds(labels, groups, FOLDS):
-        out[fold] = fit_predict(np.setdiff1d(np.arange(len(labels)), fold), fold)
+        out[fold] = fit_predict(others(len(labels), fold), fold)
     return out
 
 

@@ -227,7 +227,7 @@ def _stacked(first: Any, second: Any) -> Any:
     return vstack([first, second]).tocsr() if issparse(first) else np.concatenate([first, second])
 
 
-def _others(count: int, test: list[int]) -> list[int]:
+def others(count: int, test: list[int]) -> list[int]:
     """The rows outside one fold."""
     tested = set(test)
     return [i for i in range(count) if i not in tested]
@@ -243,7 +243,7 @@ def _raw_probabilities(examples: Sequence[Example], groups: list[list[int]],
     extra_x, extra_y = _matrix(taught, wording) if taught else (x[:0], y[:0])
     raw: list[list[float]] = [[] for _ in examples]
     for test in groups:
-        train = _others(len(examples), test)
+        train = others(len(examples), test)
         model = _classifier(_stacked(x[train], extra_x), np.concatenate([y[train], extra_y]), examples[0].kind)
         for index, p in zip(test, _probabilities(model, x[test], len(examples[0].options))):
             raw[index] = [float(v) for v in p]
@@ -259,7 +259,7 @@ def held_out(examples: Sequence[Example], k: int, seed: int = 0, taught: Sequenc
     raw = _rows(examples, _raw_probabilities(examples, groups, taught, wording))
     result: list[dict[str, float]] = [{} for _ in examples]
     for test in groups:
-        temperature = fit_temperature([raw[i] for i in _others(len(raw), test)])
+        temperature = fit_temperature([raw[i] for i in others(len(raw), test)])
         for index in test:
             result[index] = temper(raw[index].probabilities, temperature)
     return result, raw
@@ -305,7 +305,7 @@ def learning_curve(examples: Sequence[Example], k: int, seed: int = 0,
     for fraction in CURVE_FRACTIONS:
         right = total = per_option = 0.0
         for test in groups:
-            chosen = [i for i in _others(len(examples), test) if fraction >= 1 or rng.random() < fraction]
+            chosen = [i for i in others(len(examples), test) if fraction >= 1 or rng.random() < fraction]
             present = Counter(y[chosen].tolist())
             if len(present) < 2 or min(present.values()) < 2:  # too few to fit (and cross-validate) on
                 continue

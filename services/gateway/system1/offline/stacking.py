@@ -11,14 +11,13 @@ score = b·(w·x + w₀) + a·logit(p_earlier) + c.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
 from sklearn.linear_model import LogisticRegression
 
 from ..core.heads import Head
-from .learning import grouped_folds, logistic
+from .learning import grouped_folds, logistic, others
 
 EPS = 1e-6
 
@@ -28,15 +27,11 @@ def log_odds(p: Sequence[float] | np.ndarray) -> np.ndarray:
     return np.log(q / (1 - q))
 
 
-def _others(count: int, fold: list[int]) -> np.ndarray:
-    return np.setdiff1d(np.arange(count), fold)
-
-
 def _probe_log_odds(x: np.ndarray, y: np.ndarray, groups: Sequence[str], kind: str, k: int) -> np.ndarray:
     """Each row's head log-odds from a head fitted on the other folds (whole groups held out)."""
     out = np.zeros(len(y))
     for fold in grouped_folds([str(v) for v in y], groups, k):
-        train = _others(len(y), fold)
+        train = others(len(y), fold)
         out[fold] = logistic(x[train], y[train], kind).decision_function(x[fold])
     return out
 
@@ -69,11 +64,9 @@ def held_out_stacked(kind: str, options: tuple[str, str], vectors: np.ndarray, e
     """Each row's P(`options[0]`) from a stacked head fitted on the other folds (whole groups)."""
     y = np.array([label == options[0] for label in labels], dtype=int)
     earlier = log_odds(earlier_first)
-    out = [0.0] * len(y)
+    out = np.zeros(len(y))
     for fold in grouped_folds([str(v) for v in y], groups, k):
-        train = _others(len(y), fold)
+        train = others(len(y), fold)
         weights, bias, a = _fit(vectors[train], earlier[train], y[train], [groups[i] for i in train], kind, k)
-        for i in fold:
-            score = float(vectors[i] @ weights) + bias + a * earlier[i]
-            out[i] = 1 / (1 + math.exp(-score))
-    return out
+        out[fold] = 1 / (1 + np.exp(-(vectors[fold] @ weights + bias + a * earlier[fold])))
+    return [float(p) for p in out]
