@@ -85,7 +85,16 @@ def running_service(tmp_path: Path, toml: str, **env: str) -> Iterator[Running]:
     sock.listen(128)  # connections wait in the backlog until the server accepts them
     url = f"http://127.0.0.1:{sock.getsockname()[1]}"
     loop = asyncio.new_event_loop()  # the server's, kept so tests can run work in it (Running.call)
-    thread = threading.Thread(target=loop.run_until_complete, args=(server.serve(sockets=[sock]),), daemon=True)
+
+    def serve() -> None:
+        loop.run_until_complete(server.serve(sockets=[sock]))
+        # What the shutdown scheduled last (a closed socket's release, async generators' cleanup)
+        # runs before the loop closes: left pending, its transport is collected unclosed later,
+        # and the ResourceWarning lands in whichever test is running then.
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.run_until_complete(asyncio.sleep(0))
+
+    thread = threading.Thread(target=serve, daemon=True)
     thread.start()
     try:
         assert httpx.get(f"{url}/healthz", timeout=30).status_code == 200, "the service did not start"
