@@ -234,7 +234,7 @@ schemas: $(TOOLS)  ## regenerate the published JSON Schemas from the models
 
 # The leak benchmark, this code beside the one before the privacy work (a worktree of BEFORE).
 BEFORE ?= 928816e
-bench-privacy: $(TOOLS) $(LLAMA_SERVER) $(JUDGE_MODEL)  ## private prompts that would leave under local_only, false alarms, what each stage caught, on the four blind privacy sets
+bench-privacy: $(TOOLS) $(LLAMA_SERVER) $(JUDGE_MODEL)  ## private prompts that would leave under local_only, false alarms, what each stage caught, on the five blind privacy sets
 	$(BIN)/python -m pip install --quiet -r bench/requirements.txt
 	rm -rf build/before && git worktree prune && git worktree add --force --detach build/before $(BEFORE)
 	$(BIN)/python bench/privacy/run.py --code build/before --label before --no-judge
@@ -245,6 +245,8 @@ bench-privacy: $(TOOLS) $(LLAMA_SERVER) $(JUDGE_MODEL)  ## private prompts that 
 	$(BIN)/python bench/privacy/run.py --label after --paired --blind blind3.jsonl
 	$(BIN)/python bench/privacy/run.py --code build/before --label before --no-judge --blind blind4.jsonl
 	$(BIN)/python bench/privacy/run.py --label after --paired --blind blind4.jsonl
+	$(BIN)/python bench/privacy/run.py --code build/before --label before --no-judge --blind blind5.jsonl
+	$(BIN)/python bench/privacy/run.py --label after --paired --blind blind5.jsonl
 	git worktree remove --force build/before
 	$(BIN)/python bench/privacy/stage1.py
 	$(BIN)/python bench/privacy/bars.py

@@ -50,9 +50,12 @@ CLOUD_KEYS = ("OPENROUTER_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_API_KEY")
 #: prompts and the pre-check read `curl -u`, `define(…)`, XML and `.netrc` credentials and let
 #: named placeholders (`YOUR_API_KEY`) be; "one-order": before the judge asked a yes/no question
 #: in both option orders and its private-question fit was refitted on all 1,608 prompts;
-#: "embedding-alone": before the heads read the wording beside the embedding; each kept as measured.
+#: "embedding-alone": before the heads read the wording beside the embedding; "judge-answer": before
+#: the judge's reading replaced its answer; each kept as measured. "stage1-refit": this code with
+#: the e5 head refitted on the privacy seed's 2,068 prompts and the judge's head left as it was,
+#: measured and not shipped.
 LABELS = ("before", "judge-generic-fit", "minilm-head", "e5-head", "seed-927", "one-order", "embedding-alone",
-          "judge-answer", "after")
+          "judge-answer", "after", "stage1-refit")
 
 
 def blind(name: str = "blind.jsonl") -> list[dict]:
@@ -236,7 +239,9 @@ def report(name: str) -> str:
              "before the judge asked a yes/no question in both option orders and had its private-question fit refitted "
              "on all 1,608 prompts, \"embedding-alone\" before the heads read the prompt's wording beside its "
              "embedding, \"judge-answer\" before the judge's reading replaced its answer to the private question "
-             "(a head on its last hidden state, stacked on the first stage's answer), each kept as measured. The last column counts the prompts passed to the judge "
+             "(a head on its last hidden state, stacked on the first stage's answer), each kept as measured; "
+             "\"stage1-refit\" is this code with the first stage's head refitted on the privacy seed's 2,068 prompts "
+             "and the judge's head left as it was, measured and not shipped. The last column counts the prompts passed to the judge "
              "and, of them, those it let leave. The pre-check's time is CPU time in process; "
              "the decision's is the dry run's own figure. \"Added by local_only\" is, for each prompt stage 1 "
              "cleared, its dry run's time (client side: pre-check, decision, reply) less the same prompt's through "

@@ -11,7 +11,7 @@ prompt leaves when stage 1 clears it. So the head's ranking and calibration on u
 
 The shipped `router-private` heads (core/heads.json, written by `system1 learn`: one on
 MiniLM's vectors, one on e5's) are asked about every prompt of blind.jsonl, blind2.jsonl,
-blind3.jsonl and blind4.jsonl, which no fit or choice here has seen, with each prompt embedded as serve.py embeds it. Per set:
+blind3.jsonl, blind4.jsonl and blind5.jsonl, which no fit or choice here has seen, with each prompt embedded as serve.py embeds it. Per set:
 AUROC of P(private), prompts the head clears (P <= 0.05; private ones among them would leave
 unless the pre-check catches them), prompts it keeps (P >= 0.95) and prompts passed on. The
 seed figure is the head's own held-out accuracy, from its report.
@@ -36,7 +36,7 @@ from systemone_engine.backends import E5, MiniLM  # noqa: E402
 
 KIND = "router-private"
 BAR = 0.05  # [router] max_leave_probability as shipped
-BLIND = ("blind.jsonl", "blind2.jsonl", "blind3.jsonl", "blind4.jsonl")
+BLIND = ("blind.jsonl", "blind2.jsonl", "blind3.jsonl", "blind4.jsonl", "blind5.jsonl")
 
 
 def embedders() -> dict[str, tuple[Head, MiniLM | E5]]:
