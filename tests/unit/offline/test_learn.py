@@ -101,6 +101,30 @@ def test_kind_fits_only_the_rows_of_the_kinds_it_names(tmp_path, labelled, monke
     assert f"rows of kind {kind} only" in capsys.readouterr().out
 
 
+
+@pytest.mark.needs_sklearn
+def test_ship_with_kind_rewrites_its_rows_of_the_report_and_keeps_the_other_kinds(tmp_path, labelled, monkeypatch, capsys):
+    from system1.offline import calibrate
+
+    reports, heads = tmp_path / "repo" / "reports", tmp_path / "repo" / "heads.json"
+    monkeypatch.setattr(calibrate, "REPORTS", reports)
+    monkeypatch.setattr("system1.core.heads.SHIPPED_HEADS", heads)
+    kind = kind_of(QUESTION, ["yes", "no"], yes_no=True)
+    reports.mkdir(parents=True)
+    report = reports / "heads-mock-mock-embedder.md"
+    earlier_plot = report.with_suffix(".png")
+    earlier_plot.write_bytes(b"the earlier plot")
+    report.write_text("# Learned heads\n\n| kind | rows | options | engine accuracy |\n|---|---|---|---|\n"
+                      f"| {kind} | 2 | 2 | 1% |\n| router-topic | 99 | 10 | 41% |\n\nearlier notes\n")
+    transport, _ = app_transport(tmp_path, CONFIG)
+    assert learn(transport, tmp_path, monkeypatch, str(labelled), "--folds", "4", "--kind", kind, "--ship") == EXIT_OK
+    rows = [line for line in report.read_text().splitlines() if line.startswith("| ") and "---" not in line][1:]
+    assert [row.split(" | ")[0][2:] for row in rows] == [kind, "router-topic"]
+    assert rows[0].split(" | ")[1] == "20" and rows[1] == "| router-topic | 99 | 10 | 41% |"
+    assert "did not redo (1) are the earlier report's" in report.read_text()
+    assert earlier_plot.read_bytes() == b"the earlier plot" and "plot stays the earlier fit's" in capsys.readouterr().err
+    assert [h["kind"] for h in json.loads(heads.read_text())["heads"]] == [kind]
+
 @pytest.mark.needs_sklearn
 def test_without_write_nothing_is_written_and_a_losing_head_is_reported_off(tmp_path, monkeypatch, capsys):
     async def useless(self, state, query, timeout_s, model=None):

@@ -78,7 +78,10 @@ def run(args: argparse.Namespace) -> int:
             tool.merge(SHIPPED_HEADS, heads)
             print(f"shipped heads written to {SHIPPED_HEADS}", file=sys.stderr)
             for first, part, text in reports:
-                write_report(labelled.REPORTS / f"heads-{first.embedder}-{first.model}.md", text, part)
+                path = labelled.REPORTS / f"heads-{first.embedder}-{first.model}.md"
+                merged = (tool.keep_other_kinds(text, path.read_text(encoding="utf-8"), [r.kind for r in part])
+                          if args.kind and path.exists() else text)
+                write_report(path, merged, part, draw=merged == text)
         elif args.report:
             write_report(Path(args.report), "\n".join(text for _, _, text in reports), results)
         if not args.write:
@@ -153,12 +156,16 @@ def learn_sources(args: argparse.Namespace) -> list[str]:
     return found + [f"rows of kind {', '.join(args.kind)} only"] if args.kind else found
 
 
-def write_report(path: Path, text: str, results: list) -> None:
-    """The report, with its learning curves drawn beside it where matplotlib is installed."""
+def write_report(path: Path, text: str, results: list, draw: bool = True) -> None:
+    """The report, with its learning curves drawn beside it where matplotlib is installed
+    (`draw=False`: the plot beside it stays, its kinds' curves not all redone)."""
     from ..offline import learn as tool
 
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
+    if not draw:
+        print(f"report written to {path} (its plot stays the earlier fit's)", file=sys.stderr)
+        return
     drawn = tool.curve_plot(results, path.with_suffix(".png"))
     print(f"report written to {path}" + ("" if drawn else " (install matplotlib for the curve)"), file=sys.stderr)
 

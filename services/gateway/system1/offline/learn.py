@@ -136,6 +136,32 @@ def render(results: Sequence[KindResult], first: Example, sources: list[str], pr
     return "\n".join(lines) + "\n"
 
 
+def keep_other_kinds(text: str, earlier: str, fitted: Sequence[str]) -> str:
+    """`text`, a report of the kinds `fitted` (`--kind`), with the heads-table rows of every other
+    kind carried over from `earlier`, the report it replaces: a fit of some kinds leaves the other
+    kinds' figures standing, as it leaves their heads."""
+    redone = {_kind_cell(kind) for kind in fitted}
+    earlier_lines, start, end = _heads_table(earlier)
+    kept = [line for line in earlier_lines[start:end] if line[2:].split(" | ")[0] not in redone]
+    if not kept:
+        return text
+    lines, _, end = _heads_table(text)
+    note = ["", f"Rows of kinds this fit did not redo ({len(kept)}) are the earlier report's, as is the plot."]
+    return "\n".join(lines[:end] + kept + note + lines[end:]) + "\n"
+
+
+def _heads_table(report: str) -> tuple[list[str], int, int]:
+    """The report's lines and where its heads table's rows start and end (after its header and
+    rule, up to the first line that is no row); an empty range where it has none."""
+    lines = report.splitlines()
+    header = next((i for i, line in enumerate(lines) if line.startswith("| kind | rows |")), None)
+    if header is None:
+        return lines, len(lines), len(lines)
+    start = header + 2
+    end = next((i for i in range(start, len(lines)) if not lines[i].startswith("| ")), len(lines))
+    return lines, start, end
+
+
 def distillation(results: Sequence[KindResult], taught: Taught, threshold: float) -> list[str]:
     """The teacher's part: how many pool rows it labelled, how often it agrees with people, and
     each head's held-out figures (on human labels) without and with its rows."""
