@@ -28,6 +28,22 @@ class EmbedderUnavailable(Exception):
     """No embedder is configured, or it failed or did not answer in time."""
 
 
+async def embedding(embedder: Provider, state: Any, query: Query, timeout_s: float,
+                    model: str | None = None) -> tuple[str, list[float]]:
+    """`embedder`'s model and vector (by embedding model `model`, None for its own), bounded by
+    `timeout_s`; any failure (an adapter bug included, as in the chain) is `EmbedderUnavailable`
+    naming it."""
+    try:
+        return await asyncio.wait_for(embedder.embed(state, query, timeout_s, model), timeout_s)
+    except TimeoutError:
+        raise EmbedderUnavailable(f"the embedder {embedder.name} did not answer within {timeout_s:g} s") from None
+    except EngineError as exc:
+        raise EmbedderUnavailable(str(exc)) from None
+    except Exception as exc:
+        logger.exception("embedder %s failed", embedder.name)
+        raise EmbedderUnavailable(f"the embedder {embedder.name} failed ({type(exc).__name__})") from None
+
+
 class LearnedHeads:
     def __init__(self, heads: Heads, embedder: Provider | None, timeout_s: float,
                  models: Mapping[str, str] | None = None) -> None:
@@ -66,20 +82,8 @@ class LearnedHeads:
         return {"embedder": self.embedder.name, "model": model, "embedding": vector, "kind": kind}
 
     async def _embed(self, state: Any, query: Query, timeout_s: float, model: str | None) -> tuple[str, list[float]]:
-        """The embedder's model and vector (by embedding model `model`, None for its own),
-        bounded by `timeout_s`; any failure (an adapter bug included, as in the chain) is
-        `EmbedderUnavailable` naming it."""
-        embedder = self.embedder
-        assert embedder is not None
-        try:
-            return await asyncio.wait_for(embedder.embed(state, query, timeout_s, model), timeout_s)
-        except TimeoutError:
-            raise EmbedderUnavailable(f"the embedder {embedder.name} did not answer within {timeout_s:g} s") from None
-        except EngineError as exc:
-            raise EmbedderUnavailable(str(exc)) from None
-        except Exception as exc:
-            logger.exception("embedder %s failed", embedder.name)
-            raise EmbedderUnavailable(f"the embedder {embedder.name} failed ({type(exc).__name__})") from None
+        assert self.embedder is not None
+        return await embedding(self.embedder, state, query, timeout_s, model)
 
     async def apply(
         self, state: Any, queries: list[Query], candidates: list[list[Head]], name: str, replies: list[EngineAnswer],

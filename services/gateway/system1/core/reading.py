@@ -10,14 +10,14 @@ that head's probabilities, nothing else), is asked of the stage as usual (`None`
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from typing import Any
 
-from ..providers.base import EngineAnswer, EngineError, Provider, Query
+from ..providers.base import EngineAnswer, Provider, Query
 from .conclude import conclude
 from .heads import Heads, kind_of
+from .learned import EmbedderUnavailable, embedding
 from .logs import Repeated
 from .result import Decision
 from .schema import Attempt
@@ -38,10 +38,9 @@ async def read_one(provider: Provider, heads: Heads, state: Any, query: Query, b
         return None
     started = time.perf_counter()
     try:
-        model, vector = await asyncio.wait_for(provider.embed(state, query, budget_s), budget_s)
-    except (TimeoutError, EngineError) as exc:
-        _warned.warning("%s gave no reading, so it is asked for an answer: %s", provider.name,
-                        exc if str(exc) else type(exc).__name__)
+        model, vector = await embedding(provider, state, query, budget_s)
+    except EmbedderUnavailable as exc:
+        _warned.warning("%s gave no reading, so it is asked for an answer: %s", provider.name, exc)
         return None
     head = next((h for h in found if h.model == model), None)
     probabilities = head.probabilities(vector, state, before.probabilities) if head else None
