@@ -8,6 +8,7 @@ import math
 import pytest
 
 from system1.core.calibration import Calibrator, Fit, Source
+from system1.core.events import Observer
 from system1.core.gateway import Gateway
 from system1.providers.base import Capabilities, EngineAnswer, HealthProbe, OneQuestionProvider, ProviderError, Query
 
@@ -258,7 +259,7 @@ class Reader(Engine):
         return self.model, [1.0, 0.0] if "rm" in str(state) else [0.0, 1.0]
 
 
-def reading_cascade(tmp_path, judge: Reader, first_head: bool = True) -> Gateway:
+def reading_cascade(tmp_path, judge: Reader, first_head: bool = True, observer: Observer | None = None) -> Gateway:
     from system1.core.heads import Head, Heads, kind_of
 
     kind = kind_of(PAY["question"], ["yes", "no"], yes_no=True)
@@ -270,7 +271,15 @@ def reading_cascade(tmp_path, judge: Reader, first_head: bool = True) -> Gateway
     toml = '[gateway]\nprovider = "systemone"\ncascade = ["mock"]\nmin_confidence = 0.6\n'
     fast = Reader("systemone", p=0.55, model="systemone-model")
     return Gateway(config_in(tmp_path, toml), providers={"systemone": fast, "mock": judge},
-                   heads=Heads([first, second] if first_head else [second]))
+                   heads=Heads([first, second] if first_head else [second]), observer=observer)
+
+
+class Passes(Observer):
+    def __init__(self) -> None:
+        self.passes: list[str] = []
+
+    def engine_pass(self, provider: str, size: int, seconds: float) -> None:
+        self.passes.append(provider)
 
 
 async def test_a_stage_with_a_head_of_its_own_reads_the_text_instead_of_answering_stacked_on_the_first_stage(tmp_path):
@@ -283,6 +292,15 @@ async def test_a_stage_with_a_head_of_its_own_reads_the_text_instead_of_answerin
     assert [(a.provider, a.outcome) for a in decision.attempts] == [("systemone", "abstained"), ("mock", "ok")]
     assert "learned head" in decision.attempts[-1].detail and decision.rationale.endswith(
         "[stage 2, mock, after systemone: confidence 0.55 below 0.60]")
+
+
+async def test_a_stages_reading_is_a_pass_of_its_lane_like_its_answers(tmp_path):
+    # Through the lane, a reading waits behind interactive work and counts against the slots;
+    # so does stage 1's vector for its head, which did not come with its answer.
+    judge, observer = Reader("mock", p=0.99), Passes()
+    decision = await reading_cascade(tmp_path, judge, observer=observer).decide(PAY)
+    assert decision.stage == 2 and judge.asked == [] and judge.read == [PAY["context"]]
+    assert observer.passes == ["systemone", "systemone", "mock"]  # answer, vector; the judge's reading
 
 
 async def test_a_stage_whose_reading_fails_or_is_of_another_model_is_asked_for_its_answer(tmp_path):

@@ -54,6 +54,11 @@ class Gated(Provider):
         self.current = queries
         return await self._engine(states)
 
+    async def embed(self, state, query, timeout_s, model=None):
+        self.current = [query]
+        await self._engine([("vector", state)])
+        return model or "own", [1.0, 0.0]
+
     async def health(self, timeout_s):
         return HealthProbe(True, "")
 
@@ -131,6 +136,56 @@ async def test_interactive_work_goes_before_batch_work():
         await settle()
         provider.release.set()
     assert [p[0] for p in provider.passes] == ["first", "hook", "batch0", "batch1", "batch2"]
+
+
+async def test_a_batch_jobs_vector_waits_behind_interactive_work_in_the_same_slots():
+    provider = Gated(slots=1)
+    lane = Lane(provider)
+    vectors = []
+
+    async def embed(state, priority):
+        vectors.append(await lane.embed(state, Q, "e5", "bench", priority, 5))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(embed, "first", BATCH)
+        await settle()
+        assert lane.in_flight == 1 and provider.max_concurrent == 1
+        tg.start_soon(embed, "reading", BATCH)
+        await settle()
+        tg.start_soon(lane.run, "hook", [Q], "alice", INTERACTIVE, 5)
+        await settle()
+        assert lane.queued == 2
+        provider.release.set()
+    assert [p[0] for p in provider.passes] == [("vector", "first"), "hook", ("vector", "reading")]
+    assert vectors == [("e5", [1.0, 0.0])] * 2
+
+
+async def test_vectors_are_never_merged_into_a_pass_of_answers():
+    provider = Gated(max_batch=4)
+    lane = Lane(provider)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lane.run, "first", [Q], "c", INTERACTIVE, 5)
+        await settle()
+        tg.start_soon(lane.embed, "v1", Q, None, "c", INTERACTIVE, 5)
+        tg.start_soon(lane.embed, "v2", Q, None, "c", INTERACTIVE, 5)
+        tg.start_soon(lane.run, "s1", [Q], "c", INTERACTIVE, 5)
+        await settle()
+        provider.release.set()
+    assert provider.passes == [["first"], [("vector", "v1")], [("vector", "v2")], ["s1"]]
+
+
+async def test_a_vector_asked_of_a_full_lane_is_turned_away():
+    provider = Gated(max_queue=1)
+    lane = Lane(provider)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lane.run, "running", [Q], "c", INTERACTIVE, 5)
+        await settle()
+        tg.start_soon(lane.run, "waiting", [OTHER_Q], "c", INTERACTIVE, 5)
+        await settle()
+        with pytest.raises(Overloaded):
+            await lane.embed("turned away", Q, None, "c", BATCH, 5)
+        provider.release.set()
+    assert [("vector", "turned away")] not in provider.passes
 
 
 async def test_queued_requests_with_the_same_questions_share_one_pass_and_get_their_own_answers():

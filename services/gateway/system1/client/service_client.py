@@ -126,10 +126,12 @@ class ServiceClient:
         """Write spawn outcomes into the service's routing log: `{"applied": n}`."""
         return self._ok(await self._send("POST", "/v1/outcomes", json=verdicts))
 
-    async def embed(self, request: dict[str, Any]) -> dict[str, Any]:
-        """`{"embedder", "model", "embedding", "kind"}` for a decide request's judged text;
-        `GatewayError` when the embedder failed (the service's envelope says why)."""
-        body = self._ok(await self._send("POST", "/v1/embed", json=request))
+    async def embed(self, request: dict[str, Any], client: str | None = None) -> dict[str, Any]:
+        """`{"embedder", "model", "embedding", "kind"}` for a decide request's judged text, asked
+        as `client`'s batch work; `GatewayError` when the embedder failed (the service's envelope
+        says why)."""
+        sent = {headers.CLIENT: client} if client else {}
+        body = self._ok(await self._send("POST", "/v1/embed", json=request, headers=sent))
         if isinstance(body.get("error"), dict):
             raise GatewayError(self.url, f"could not embed: {body['error'].get('message')}")
         return body

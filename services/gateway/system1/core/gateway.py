@@ -74,7 +74,7 @@ class Gateway:
                                              self.chain)
         learning = config.settings.learning
         self.learned = LearnedHeads(heads or Heads.load(config.learned_dir / LOCAL_HEADS_NAME),
-                                    self.providers.get(learning.embedder) if learning.enabled else None,
+                                    self.lanes.get(learning.embedder) if learning.enabled else None,
                                     gateway.timeout_s, learning.models)
         self.stages = Stages(self.providers, self.chain, self.learned, self.calibration, gateway)
         # A question with a head or a fit of its own is asked as worded; the first cascade stage reads wordings.
@@ -95,7 +95,7 @@ class Gateway:
 
     @property
     def embedder(self) -> Provider | None:
-        return self.learned.embedder
+        return self.learned.embedder.provider if self.learned.embedder else None
 
     def _build_providers(self) -> None:
         """Every configured provider (the config validated them all): the chain's, the

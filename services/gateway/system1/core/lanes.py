@@ -13,6 +13,9 @@
 - The caller bounds the whole wait (queue plus engine) with its own timeout; a request that
   gives up leaves the queue, and a pass gets, and is cut off at, the longest remaining deadline
   of what it carries.
+- A learned head's vector (`Provider.embed`: an embedding model's, or a judge's reading) takes
+  the same slots and queue as answers, in its caller's priority, so a batch job's readings wait
+  behind interactive work like its answers do; it is a pass of its own, never merged.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import asyncio
 import math
 import time
 from collections import OrderedDict, deque
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,17 +32,19 @@ from ..providers.base import Overloaded, Provider, Query
 from .events import Observer
 
 INTERACTIVE, BATCH = 0, 1
+#: One engine pass: the results for each state, within the timeout.
+Pass = Callable[[list[Any], float], Awaitable[list[Any]]]
 
 
 @dataclass(eq=False)
 class _Job:
     state: Any
-    queries: list[Query]
     client: str
     priority: int
     deadline: float
     key: tuple
     work: int
+    engine: Pass
     future: asyncio.Future = field(default_factory=lambda: asyncio.get_running_loop().create_future())
     enqueued: float = field(default_factory=time.monotonic)
 
@@ -132,6 +138,27 @@ class Lane:
     ) -> list[Any]:
         """Answer `queries` about `state` (`work` characters) through this lane; the caller bounds
         the wait."""
+        async def answers(states: list[Any], timeout_s: float) -> list[Any]:
+            if len(states) == 1:
+                return [await self.provider.decide_many(states[0], queries, timeout_s)]
+            return await self.provider.decide_batch(states, queries, timeout_s)
+
+        return await self._submit(state, client, priority, timeout_s, work, batch_key(queries), answers)
+
+    async def embed(self, state: Any, query: Query, model: str | None, client: str, priority: int,
+                    timeout_s: float) -> tuple[str, list[float]]:
+        """The engine's model and vector of `state` for `query` (by embedding model `model`, None
+        for its own) through this lane; the caller bounds the wait."""
+        async def vector(states: list[Any], timeout_s: float) -> list[Any]:
+            return [await self.provider.embed(states[0], query, timeout_s, model)]
+
+        # A key of its own: vectors are never merged into another request's pass.
+        return await self._submit(state, client, priority, timeout_s, 0, ("embed", object()), vector)
+
+    async def _submit(self, state: Any, client: str, priority: int, timeout_s: float, work: int, key: tuple,
+                      engine: Pass) -> Any:
+        """One request's pass through the queue and slots: `engine`'s result for `state`; requests
+        with the same `key` may share a pass."""
         if self.in_flight >= self.slots and self.queued >= self.max_queue:
             raise Overloaded(f"{self.name} is overloaded: {self.queued} requests waiting", self.retry_after_s(),
                              provider=self.name)
@@ -139,9 +166,9 @@ class Lane:
             # A free slot and nobody waiting: the caller's own task makes the pass, bounded by
             # the caller's timeout (which also cancels it when the caller gives up).
             self.in_flight += 1
-            return (await self._engine([state], queries, timeout_s))[0]
+            return (await self._engine(engine, [state], timeout_s))[0]
         loop = asyncio.get_running_loop()
-        job = _Job(state, queries, client, priority, loop.time() + timeout_s, batch_key(queries), work)
+        job = _Job(state, client, priority, loop.time() + timeout_s, key, work, engine)
         self.queue.put(job)
         self._dispatch()
         try:
@@ -195,7 +222,7 @@ class Lane:
         try:
             # The pass itself is bounded too: an adapter that ignores its timeout cannot hold the slot.
             async with asyncio.timeout(timeout_s):
-                results = await self._engine([j.state for j in jobs], jobs[0].queries, timeout_s)
+                results = await self._engine(jobs[0].engine, [j.state for j in jobs], timeout_s)
             for job, result in zip(jobs, results):
                 if not job.future.done():
                     job.future.set_result(result)
@@ -205,15 +232,13 @@ class Lane:
                     job.future.set_exception(exc)
                     job.future.exception()  # a waiter that gave up must not leave it unretrieved
 
-    async def _engine(self, states: list[Any], queries: list[Query], timeout_s: float) -> list[Any]:
-        """One engine pass in a slot its caller took: the answers for each state, in order."""
+    async def _engine(self, engine: Pass, states: list[Any], timeout_s: float) -> list[Any]:
+        """One engine pass in a slot its caller took: the results for each state, in order."""
         token = object()
         self._running[token] = time.monotonic()
         started = time.perf_counter()
         try:
-            if len(states) == 1:
-                return [await self.provider.decide_many(states[0], queries, timeout_s)]
-            return await self.provider.decide_batch(states, queries, timeout_s)
+            return await engine(states, timeout_s)
         finally:
             seconds = time.perf_counter() - started
             del self._running[token]

@@ -14,8 +14,9 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from ..providers.base import EngineAnswer, EngineError, Provider, Query
+from ..providers.base import EngineAnswer, EngineError, Query
 from .heads import Head, Heads, kind_of
+from .lanes import BATCH, Lane
 from .logs import Repeated
 from .schema import parse_request
 
@@ -28,26 +29,27 @@ class EmbedderUnavailable(Exception):
     """No embedder is configured, or it failed or did not answer in time."""
 
 
-async def embedding(embedder: Provider, state: Any, query: Query, timeout_s: float,
-                    model: str | None = None) -> tuple[str, list[float]]:
-    """`embedder`'s model and vector (by embedding model `model`, None for its own), bounded by
-    `timeout_s`; any failure (an adapter bug included, as in the chain) is `EmbedderUnavailable`
-    naming it."""
+async def embedding(lane: Lane, state: Any, query: Query, timeout_s: float, model: str | None, client: str,
+                    priority: int) -> tuple[str, list[float]]:
+    """The model and vector of `lane`'s engine (by embedding model `model`, None for its own),
+    asked through its lane for `client` at `priority` and bounded by `timeout_s`; any failure (a
+    full queue, an adapter bug included, as in the chain) is `EmbedderUnavailable` naming it."""
     try:
-        return await asyncio.wait_for(embedder.embed(state, query, timeout_s, model), timeout_s)
+        return await asyncio.wait_for(lane.embed(state, query, model, client, priority, timeout_s), timeout_s)
     except TimeoutError:
-        raise EmbedderUnavailable(f"the embedder {embedder.name} did not answer within {timeout_s:g} s") from None
+        raise EmbedderUnavailable(f"the embedder {lane.name} did not answer within {timeout_s:g} s") from None
     except EngineError as exc:
         raise EmbedderUnavailable(str(exc)) from None
     except Exception as exc:
-        logger.exception("embedder %s failed", embedder.name)
-        raise EmbedderUnavailable(f"the embedder {embedder.name} failed ({type(exc).__name__})") from None
+        logger.exception("embedder %s failed", lane.name)
+        raise EmbedderUnavailable(f"the embedder {lane.name} failed ({type(exc).__name__})") from None
 
 
 class LearnedHeads:
-    def __init__(self, heads: Heads, embedder: Provider | None, timeout_s: float,
+    def __init__(self, heads: Heads, embedder: Lane | None, timeout_s: float,
                  models: Mapping[str, str] | None = None) -> None:
         self.heads = heads
+        #: The embedder's lane: its vectors wait in the same queue as its answers.
         self.embedder = embedder
         self.timeout_s = timeout_s
         #: The embedding model by kind, for kinds that do not read the embedder's own vector.
@@ -70,27 +72,26 @@ class LearnedHeads:
         """Whether the embedder is among `names` (then its answers can carry the embedding)."""
         return self.embedder is not None and self.embedder.name in names
 
-    async def embed(self, payload: Any) -> dict[str, Any]:
-        """For `system1 learn`: the embedder's vector of a decide request's judged text, with its
-        kind. `RequestError` for a bad request; `EmbedderUnavailable` when none answers."""
+    async def embed(self, payload: Any, client: str) -> dict[str, Any]:
+        """For `system1 learn` (batch work of `client`): the embedder's vector of a decide
+        request's judged text, with its kind. `RequestError` for a bad request;
+        `EmbedderUnavailable` when none answers."""
         request = parse_request(payload)
         if self.embedder is None:
             raise EmbedderUnavailable("learning is off or [learning] embedder is not configured")
         query = Query(request.question, request.choices, request.options is None, request.kind)
         kind = kind_of(query.question, query.choices, query.kind, query.yes_no)
-        model, vector = await self._embed(request.context, query, self.timeout_s, self.models.get(kind))
+        model, vector = await embedding(self.embedder, request.context, query, self.timeout_s, self.models.get(kind),
+                                        client, BATCH)
         return {"embedder": self.embedder.name, "model": model, "embedding": vector, "kind": kind}
-
-    async def _embed(self, state: Any, query: Query, timeout_s: float, model: str | None) -> tuple[str, list[float]]:
-        assert self.embedder is not None
-        return await embedding(self.embedder, state, query, timeout_s, model)
 
     async def apply(
         self, state: Any, queries: list[Query], candidates: list[list[Head]], name: str, replies: list[EngineAnswer],
-        budget_s: float | None,
+        budget_s: float | None, client: str, priority: int,
     ) -> list[Learned | None]:
         """For each query with `candidates`: the head and its probabilities, for the answer that
-        provider `name` gave; else None (the engine's answer stands)."""
+        provider `name` gave; else None (the engine's answer stands). A vector that did not come
+        with the answer is asked for `client` at `priority`."""
         found: list[Learned | None] = [None] * len(queries)
         if self.embedder is None:
             return found
@@ -105,7 +106,7 @@ class LearnedHeads:
                 continue
             else:
                 try:
-                    model, vector = await self._embed(state, query, timeout_s, wanted)
+                    model, vector = await embedding(self.embedder, state, query, timeout_s, wanted, client, priority)
                 except EmbedderUnavailable as exc:
                     self.error = str(exc)
                     self._warned.warning("the engine's answer stands: %s", exc)

@@ -14,9 +14,10 @@ import logging
 import time
 from typing import Any
 
-from ..providers.base import EngineAnswer, Provider, Query
+from ..providers.base import EngineAnswer, Query
 from .conclude import conclude
 from .heads import Heads, kind_of
+from .lanes import Lane
 from .learned import EmbedderUnavailable, embedding
 from .logs import Repeated
 from .result import Decision
@@ -26,9 +27,11 @@ logger = logging.getLogger(__name__)
 _warned = Repeated(logger)
 
 
-async def read_one(provider: Provider, heads: Heads, state: Any, query: Query, before: Decision, request_id: str,
-                   threshold: float, budget_s: float) -> Decision | None:
-    """Stage `provider`'s head's decision on `query` after the earlier stage's `before`, or None."""
+async def read_one(lane: Lane, heads: Heads, state: Any, query: Query, before: Decision, request_id: str,
+                   threshold: float, budget_s: float, client: str, priority: int) -> Decision | None:
+    """The decision on `query` of the head of `lane`'s provider (the stage), after the earlier
+    stage's `before`, or None. The reading waits in the stage's lane for `client` at `priority`."""
+    provider = lane.provider
     kind = kind_of(query.question, query.choices, query.kind, query.yes_no)
     # A stacked head was fitted on what stage 1's head for the kind answers; other probabilities
     # (an engine's raw answer when the embedder is down) are not what it weighs.
@@ -38,7 +41,7 @@ async def read_one(provider: Provider, heads: Heads, state: Any, query: Query, b
         return None
     started = time.perf_counter()
     try:
-        model, vector = await embedding(provider, state, query, budget_s)
+        model, vector = await embedding(lane, state, query, budget_s, None, client, priority)
     except EmbedderUnavailable as exc:
         _warned.warning("%s gave no reading, so it is asked for an answer: %s", provider.name, exc)
         return None

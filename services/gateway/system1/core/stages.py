@@ -76,8 +76,8 @@ class Stages:
         if not asked.calibrate or asked.deadline is None:
             return None
         budget_s = asked.deadline - asyncio.get_running_loop().time()
-        return await read_one(self.providers[name], self.learned.heads, asked.state, query, before,
-                              asked.request_id, asked.threshold, budget_s)
+        return await read_one(self.chain.lanes[name], self.learned.heads, asked.state, query, before,
+                              asked.request_id, asked.threshold, budget_s, asked.client, asked.priority)
 
     async def ask(self, asked: Asking, queries: list[Query], names: list[str], tried: list[list[Attempt]],
                      heads: bool) -> list[Decision]:
@@ -124,7 +124,8 @@ class Stages:
                                       names=names)
         if answer.answers is None or answer.provider is None:
             return [failed(asked.request_id, answer, before) for before in tried]
-        learned = await self.learned.apply(state, queries, found, answer.provider, answer.answers, left())
+        learned = await self.learned.apply(state, queries, found, answer.provider, answer.answers, left(),
+                                           asked.client, asked.priority)
         fits = [self.calibration.fit(answer.provider, reply, query, state) if calibrate and not head else None
                 for reply, query, head in zip(answer.answers, queries, learned)]
         baselines = await self.calibration.content_free(state, queries, answer.provider, answer.answers, fits,

@@ -32,7 +32,7 @@ async def ask_all(service: ServiceClient, rows: list[Labelled], progress: bool,
         reply = await service.decide(request, client="learn", batch=True, calibrate=False)
         body = reply.envelope
         try:
-            embedded = await service.embed(request)
+            embedded = await service.embed(request, client="learn")
         except GatewayError as exc:
             problems.append(f"row {index}: no embedding: {exc}")
         else:

@@ -171,7 +171,7 @@ async def embed(request: Request, service: ServiceDep) -> JSONResponse:
     decisions, a 200 with the `provider_error` envelope."""
     payload = await read_json(request)
     try:
-        return JSONResponse(await service.embed(payload))
+        return JSONResponse(await service.embed(payload, request.state.system1_client))
     except EmbedderUnavailable as exc:
         return JSONResponse(Decision.failed(ErrorCode.PROVIDER_ERROR, str(exc)).envelope_json())
 

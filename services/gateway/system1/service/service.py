@@ -197,10 +197,11 @@ class Service:
         async with self._use() as gateway:
             return gateway.feedback.labelled(labelled)
 
-    async def embed(self, payload: Any) -> dict[str, Any]:
-        """The embedder's vector of a request's judged text (for `system1 learn`)."""
+    async def embed(self, payload: Any, client: str) -> dict[str, Any]:
+        """The embedder's vector of a request's judged text (for `system1 learn`, as `client`'s
+        batch work)."""
         async with self._use() as gateway:
-            return await gateway.learned.embed(payload)
+            return await gateway.learned.embed(payload, client)
 
     async def health(self) -> dict[str, Any]:
         async with self._use() as gateway:
