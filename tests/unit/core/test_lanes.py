@@ -174,20 +174,6 @@ async def test_vectors_are_never_merged_into_a_pass_of_answers():
     assert provider.passes == [["first"], [("vector", "v1")], [("vector", "v2")], ["s1"]]
 
 
-async def test_a_vector_asked_of_a_full_lane_is_turned_away():
-    provider = Gated(max_queue=1)
-    lane = Lane(provider)
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(lane.run, "running", [Q], "c", INTERACTIVE, 5)
-        await settle()
-        tg.start_soon(lane.run, "waiting", [OTHER_Q], "c", INTERACTIVE, 5)
-        await settle()
-        with pytest.raises(Overloaded):
-            await lane.embed("turned away", Q, None, "c", BATCH, 5)
-        provider.release.set()
-    assert [("vector", "turned away")] not in provider.passes
-
-
 async def test_queued_requests_with_the_same_questions_share_one_pass_and_get_their_own_answers():
     provider = Gated(max_batch=3)
     lane = Lane(provider)
@@ -240,7 +226,7 @@ async def test_engines_without_a_batch_endpoint_get_one_request_per_pass():
     assert provider.passes == [["first"], ["s1"], ["s2"]]
 
 
-async def test_a_full_queue_answers_at_once_with_a_retry_hint():
+async def test_a_full_queue_answers_at_once_with_a_retry_hint_for_answers_and_vectors_alike():
     provider = Gated(max_queue=1)
     lane = Lane(provider)
     async with anyio.create_task_group() as tg:
@@ -251,8 +237,10 @@ async def test_a_full_queue_answers_at_once_with_a_retry_hint():
         with pytest.raises(Overloaded) as caught:
             await lane.run("turned away", [Q], "c", INTERACTIVE, 5)
         assert caught.value.retry_after_s >= 1
+        with pytest.raises(Overloaded):
+            await lane.embed("vector turned away", Q, None, "c", BATCH, 5)
         provider.release.set()
-    assert ["turned away"] not in provider.passes
+    assert ["turned away"] not in provider.passes and [("vector", "vector turned away")] not in provider.passes
 
 
 async def test_the_callers_timeout_covers_the_queue_wait_and_the_request_leaves_the_queue():
