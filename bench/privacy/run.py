@@ -54,7 +54,7 @@ CLOUD_KEYS = ("OPENROUTER_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_API_KEY")
 #: the judge's reading replaced its answer; each kept as measured. "stage1-refit": this code with
 #: the e5 head refitted on the privacy seed's 2,068 prompts and the judge's head left as it was,
 #: measured and not shipped. "joint-refit": both stages refitted together on those prompts
-#: (refit.py), judged by PREREG-joint-refit.md.
+#: (refit.py), judged by PREREG.md.
 LABELS = ("before", "judge-generic-fit", "minilm-head", "e5-head", "seed-927", "one-order", "embedding-alone",
           "judge-answer", "after", "stage1-refit", "joint-refit")
 
@@ -243,7 +243,7 @@ def report(name: str) -> str:
              "(a head on its last hidden state, stacked on the first stage's answer), each kept as measured; "
              "\"stage1-refit\" is this code with the first stage's head refitted on the privacy seed's 2,068 prompts "
              "and the judge's head left as it was, measured and not shipped, and \"joint-refit\" both stages refitted "
-             "together on them (`refit.py`), judged by the rule in `PREREG-joint-refit.md`. The last column counts the prompts passed to the judge "
+             "together on them (`refit.py`), judged by the rule in `PREREG.md`. The last column counts the prompts passed to the judge "
              "and, of them, those it let leave. The pre-check's time is CPU time in process; "
              "the decision's is the dry run's own figure. \"Added by local_only\" is, for each prompt stage 1 "
              "cleared, its dry run's time (client side: pre-check, decision, reply) less the same prompt's through "
