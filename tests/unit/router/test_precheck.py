@@ -34,7 +34,7 @@ PERSONAL = {
     "IBAN": "please pay DE89 3704 0044 0532 0130 00 by Friday",
     "payment card number": "card 4111 1111 1111 1111, expiry 12/27",
     "phone number": "call me at +44 20 7946 0958",
-    "e-mail address": "write to jane.doe@example.com",
+    "e-mail address": "write to jane.doe@fjordpost.no",
     "health record": "Patient: Maria Jensen, born 1984-03-12. Diagnosis: type 2 diabetes, HbA1c 8.1 %.",
 }
 
@@ -89,6 +89,22 @@ def test_a_password_in_a_url_counts_whatever_punctuation_it_holds(url):
                                  "see https://example.com/a:b@c", "mailto:jane@example.com"])
 def test_a_placeholder_or_a_url_without_credentials_is_not_a_password(url):
     assert secrets_in(url) == set()
+
+
+@pytest.mark.parametrize("address", ["jane.doe@example.com", "ops@EXAMPLE.ORG", "a.b@mail.example.net",
+                                     "sam@acme.example", "ci@runner.test", "x@y.invalid", "dev@app.localhost"])
+def test_an_address_at_a_domain_reserved_for_examples_is_a_placeholder(address):
+    assert personal_data_in(f"send the invoice to {address} please") == set()
+
+
+@pytest.mark.parametrize("address", ["jane@example.de", "jane@example.company.com", "jane@notexample.com",
+                                     "jane@test.io"])
+def test_an_address_at_a_domain_that_merely_looks_reserved_counts(address):
+    assert personal_data_in(f"send the invoice to {address} please") == {"e-mail address"}
+
+
+def test_one_real_address_among_reserved_ones_counts():
+    assert personal_data_in("cc a@example.com, b@example.org and priya.n@fastmail.com") == {"e-mail address"}
 
 
 def test_a_national_phone_number_counts_only_for_a_configured_region():

@@ -3,7 +3,8 @@
 - Identifiers: phone numbers found and validated by `phonenumbers` (international form, and the
   national form of the configured regions); US social security numbers, IBANs and payment card
   numbers found by shape and validated by `python-stdnum` (checksums, reserved ranges); e-mail
-  addresses.
+  addresses, but for those at domains reserved for examples and tests (RFC 2606 and 6761:
+  `user@example.com`, `a@b.test`), which no one can hold, so they are placeholders.
 - Health records: a person identified by a labelled name, date of birth or record number, in the
   same text as a clinical fact (a diagnosis, a medication, a lab value).
 - A named person next to a sensitive fact about them: a name (two capitalised words that are no
@@ -29,6 +30,8 @@ from stdnum import iban, luhn
 from stdnum.us import ssn
 
 _EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]+@[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{2,}\b")
+#: Domains no one can register: for documentation and tests (RFC 2606, RFC 6761).
+_RESERVED_DOMAIN = re.compile(r"(?:^|\.)(?:example\.(?:com|net|org)|example|test|invalid|localhost)$", re.IGNORECASE)
 _SSN = re.compile(r"\b\d{3}-\d{2}-\d{4}\b")
 _IBAN = re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]){11,30}\b")
 _CARD = re.compile(r"\b\d(?:[ -]?\d){12,18}\b")
@@ -106,7 +109,7 @@ _NEAR = 160
 def personal_data_in(text: str, regions: Iterable[str] = ()) -> set[str]:
     """The kinds of personal data in `text`; phone numbers in national form only for `regions`."""
     found = set()
-    if "@" in text and _EMAIL.search(text):
+    if "@" in text and any(not _RESERVED_DOMAIN.search(m.group().rpartition("@")[2]) for m in _EMAIL.finditer(text)):
         found.add("e-mail address")
     if any(ssn.is_valid(m.group()) for m in _SSN.finditer(text)):
         found.add("US social security number")
