@@ -4,7 +4,8 @@
 The prompts are the llama adapter's `reading` (the question and the judged text as a chat turn,
 ending where the answer would be written); the last token's state, of unit length, is the
 vector `LlamaProvider.embed` gets from a server run with `--pooling last`; the mean over every
-token is the other pooling. About 60 tokens a second on two cores.
+token is the other pooling, which needs every token's state (`--pooling none`). About 60 tokens a
+second on two cores.
 """
 
 from __future__ import annotations
@@ -22,11 +23,14 @@ from local_engines import JUDGE, LLAMA, NO_POLLING, serve
 
 
 class States:
-    """Pooled states of prompts, from the cache file `cache` where it has them."""
+    """Pooled states of prompts, from the cache file `cache` where it has them. `mean=False`: the
+    last token's state alone, pooled and scaled to unit length by the server (`--pooling last`,
+    as the stack runs it), one vector a prompt instead of one a token."""
 
-    def __init__(self, stack: ExitStack, cache: Path) -> None:
+    def __init__(self, stack: ExitStack, cache: Path, mean: bool = True) -> None:
         self.stack = stack
         self.cache = cache
+        self.mean = mean
         self.url: str | None = None
         self.client: httpx.Client | None = None
 
@@ -34,7 +38,7 @@ class States:
         port = free_port()
         serve(self.stack, [str(LLAMA / "bin" / "llama-server"), "-m", str(JUDGE), "--host", "127.0.0.1",
                            "--port", str(port), "-c", "4096", "-b", "2048", "-ub", "2048", "-np", "1", "-t", "2",
-                           "--embeddings", "--pooling", "none", *NO_POLLING], f"http://127.0.0.1:{port}/health")
+                           "--embeddings", "--pooling", "none" if self.mean else "last", *NO_POLLING], f"http://127.0.0.1:{port}/health")
         self.url = f"http://127.0.0.1:{port}/embedding"
         self.client = self.stack.enter_context(httpx.Client(timeout=300))
 
@@ -45,10 +49,11 @@ class States:
         reply = self.client.post(self.url, json={"content": turn})
         reply.raise_for_status()
         states = np.asarray(reply.json()[0]["embedding"], dtype=np.float32)
-        return states.mean(axis=0), states[-1]
+        return (states.mean(axis=0), states[-1]) if self.mean else (np.zeros(0, np.float32), states[0])
 
     def of(self, turns: list[str], label: str = "") -> tuple[np.ndarray, np.ndarray]:
-        """Mean-pooled and last-token states of each prompt (neither of unit length: see `unit`)."""
+        """Mean-pooled (empty without `mean`) and last-token states of each prompt (of unit length
+        only where the server pooled them: see `unit`)."""
         keys = [hashlib.sha256(t.encode()).hexdigest() for t in turns]
         cached: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         if self.cache.exists():

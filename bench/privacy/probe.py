@@ -1,7 +1,8 @@
 """The private question's second stage: a head on the judge's reading, stacked on the first stage.
 
-    .venv/bin/python bench/privacy/probe.py [--ship]   (needs make llama-server judge-model;
-                                                         about 40 minutes the first time, minutes after)
+    .venv/bin/python bench/privacy/probe.py [--ship]   (needs make llama-server judge-model; on two
+                                                         cores the judge reads about 15 zone rows a
+                                                         minute the first time, minutes after)
 
 ZONE.md found the judge's answer adds nothing where the first stage is unsure (AUROC 0.71-0.80;
 fitted with the first stage, 34 of 120 ordinary rows cleared against 32 without it). A model
@@ -54,7 +55,8 @@ def main() -> None:
     chars, question = DecisionSettings().chars, Query(PRIVATE_QUESTION, ["yes", "no"], yes_no=True)
     prompts = [reading(LlamaOptions(), decision_state(r.prompt, chars), question) for r in zone]
     with ExitStack() as stack:
-        _, last = States(stack, HERE.parent / ".judge-states" / "privacy-zone.npz").of(prompts, "privacy zone")
+        _, last = States(stack, HERE.parent / ".judge-states" / "privacy-zone-last.npz", mean=False).of(
+            prompts, "privacy zone")
     vectors = unit(last)
     labels = [r.row.label for r in zone]
     private = np.array([r.private for r in zone])
