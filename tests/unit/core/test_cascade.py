@@ -247,19 +247,21 @@ PAY = {"question": "Does the note disclose someone's pay?", "context": {"note": 
 class Reader(Engine):
     """An engine that also gives its reading: `rm` texts on the first axis, others on the second."""
 
-    def __init__(self, *args, model: str = "mock-model", down: bool = False, **kwargs) -> None:
+    def __init__(self, *args, model: str = "mock-model", down: bool = False, read_s: float = 0.0, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.model, self.down = model, down
+        self.model, self.down, self.read_s = model, down, read_s
         self.read: list[object] = []
 
     async def embed(self, state, query: Query, timeout_s: float, model: str | None = None):
         self.read.append(state)
+        await asyncio.sleep(self.read_s)
         if self.down:
             raise ProviderError("HTTP 501: This server does not support embeddings", provider=self.name)
         return self.model, [1.0, 0.0] if "rm" in str(state) else [0.0, 1.0]
 
 
-def reading_cascade(tmp_path, judge: Reader, first_head: bool = True, observer: Observer | None = None) -> Gateway:
+def reading_cascade(tmp_path, judge: Reader, first_head: bool = True, observer: Observer | None = None,
+                    extra: str = "") -> Gateway:
     from system1.core.heads import Head, Heads, kind_of
 
     kind = kind_of(PAY["question"], ["yes", "no"], yes_no=True)
@@ -268,7 +270,7 @@ def reading_cascade(tmp_path, judge: Reader, first_head: bool = True, observer: 
                  weights=[[0.2, 0.0], [0.0, 0.0]], bias=[0.0, 0.0])
     second = Head(kind=kind, embedder="mock", model="mock-model", options=["yes", "no"],
                   weights=[[3.0, -3.0], [0.0, 0.0]], bias=[0.0, 0.0], earlier=[1.0, 1.0])
-    toml = '[gateway]\nprovider = "systemone"\ncascade = ["mock"]\nmin_confidence = 0.6\n'
+    toml = f'[gateway]\nprovider = "systemone"\ncascade = ["mock"]\nmin_confidence = 0.6\n{extra}'
     fast = Reader("systemone", p=0.55, model="systemone-model")
     return Gateway(config_in(tmp_path, toml), providers={"systemone": fast, "mock": judge},
                    heads=Heads([first, second] if first_head else [second]), observer=observer)
@@ -304,10 +306,21 @@ async def test_a_stages_reading_is_a_pass_of_its_lane_like_its_answers(tmp_path)
 
 
 async def test_a_stage_whose_reading_fails_or_is_of_another_model_is_asked_for_its_answer(tmp_path):
-    for judge in (Reader("mock", p=0.9, down=True), Reader("mock", p=0.9, model="another-model")):
+    for judge, tries in ((Reader("mock", p=0.9, down=True), ["abstained", "error", "ok"]),
+                         (Reader("mock", p=0.9, model="another-model"), ["abstained", "ok"])):
         decision = await reading_cascade(tmp_path, judge).decide(PAY)
         assert decision.status == "decided" and decision.stage == 2 and decision.confidence == pytest.approx(0.9)
         assert judge.read and judge.asked == [(PAY["context"], PAY["question"])]
+        assert [a.outcome for a in decision.attempts] == tries  # the failed reading is one of the tries
+
+
+async def test_a_reading_that_outlasts_the_cascade_budget_is_a_timeout_in_the_abstention_it_leaves(tmp_path):
+    judge = Reader("mock", p=0.99, read_s=30)
+    gateway = reading_cascade(tmp_path, judge, extra="cascade_budget_s = 0.2\n")
+    decision = await asyncio.wait_for(gateway.decide(PAY), 10)
+    assert decision.status == "abstained" and decision.stage == 1 and judge.asked == []
+    assert [(a.provider, a.outcome) for a in decision.attempts] == [("systemone", "abstained"), ("mock", "timeout")]
+    assert decision.attempts[-1].detail.startswith("no reading: the embedder mock did not answer within")
 
 
 async def test_a_stacked_head_is_not_used_where_stage_1_answered_without_its_head(tmp_path):

@@ -14,11 +14,11 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from ..providers.base import EngineAnswer, EngineError, Query
+from ..providers.base import EngineAnswer, EngineError, ProviderTimeout, Query
 from .heads import Head, Heads, kind_of
 from .lanes import BATCH, Lane
 from .logs import Repeated
-from .schema import parse_request
+from .schema import AttemptOutcome, parse_request
 
 logger = logging.getLogger(__name__)
 #: A head and its probabilities for one answer.
@@ -26,7 +26,12 @@ Learned = tuple[Head, dict[str, float]]
 
 
 class EmbedderUnavailable(Exception):
-    """No embedder is configured, or it failed or did not answer in time."""
+    """No embedder is configured, or it failed or did not answer in time (`outcome`, as an
+    attempt of the chain would say it)."""
+
+    def __init__(self, message: str, outcome: AttemptOutcome = "error") -> None:
+        super().__init__(message)
+        self.outcome: AttemptOutcome = outcome
 
 
 async def embedding(lane: Lane, state: Any, query: Query, timeout_s: float, model: str | None, client: str,
@@ -37,9 +42,10 @@ async def embedding(lane: Lane, state: Any, query: Query, timeout_s: float, mode
     try:
         return await asyncio.wait_for(lane.embed(state, query, model, client, priority, timeout_s), timeout_s)
     except TimeoutError:
-        raise EmbedderUnavailable(f"the embedder {lane.name} did not answer within {timeout_s:g} s") from None
+        raise EmbedderUnavailable(f"the embedder {lane.name} did not answer within {timeout_s:g} s",
+                                  "timeout") from None
     except EngineError as exc:
-        raise EmbedderUnavailable(str(exc)) from None
+        raise EmbedderUnavailable(str(exc), "timeout" if isinstance(exc, ProviderTimeout) else "error") from None
     except Exception as exc:
         logger.exception("embedder %s failed", lane.name)
         raise EmbedderUnavailable(f"the embedder {lane.name} failed ({type(exc).__name__})") from None

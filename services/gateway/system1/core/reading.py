@@ -5,7 +5,8 @@ Where a cascade stage's provider has a head of the question's kind fitted on its
 probabilities (`Head.earlier`), that head decides in the stage's place: one pass of the model
 for the vector, no answer asked. A question with no such head, or whose vector does not come in
 time, or whose stage 1 did not answer through its own head for the kind (a stacked head weighs
-that head's probabilities, nothing else), is asked of the stage as usual (`None` here).
+that head's probabilities, nothing else), is asked of the stage as usual: `None` here, or the
+failed reading's attempt, which the decision keeps so that it says why the stage did not decide.
 """
 
 from __future__ import annotations
@@ -28,9 +29,10 @@ _warned = Repeated(logger)
 
 
 async def read_one(lane: Lane, heads: Heads, state: Any, query: Query, before: Decision, request_id: str,
-                   threshold: float, budget_s: float, client: str, priority: int) -> Decision | None:
+                   threshold: float, budget_s: float, client: str, priority: int) -> Decision | Attempt | None:
     """The decision on `query` of the head of `lane`'s provider (the stage), after the earlier
-    stage's `before`, or None. The reading waits in the stage's lane for `client` at `priority`."""
+    stage's `before`; the attempt of a reading that failed; or None where there is no head to
+    read. The reading waits in the stage's lane for `client` at `priority`."""
     provider = lane.provider
     kind = kind_of(query.question, query.choices, query.kind, query.yes_no)
     # A stacked head was fitted on what stage 1's head for the kind answers; other probabilities
@@ -44,7 +46,8 @@ async def read_one(lane: Lane, heads: Heads, state: Any, query: Query, before: D
         model, vector = await embedding(lane, state, query, budget_s, None, client, priority)
     except EmbedderUnavailable as exc:
         _warned.warning("%s gave no reading, so it is asked for an answer: %s", provider.name, exc)
-        return None
+        return Attempt(provider=provider.name, outcome=exc.outcome, latency_ms=_ms_since(started),
+                       detail=f"no reading: {exc}")
     head = next((h for h in found if h.model == model), None)
     probabilities = head.probabilities(vector, state, before.probabilities) if head else None
     if head is None or probabilities is None:
@@ -52,7 +55,11 @@ async def read_one(lane: Lane, heads: Heads, state: Any, query: Query, before: D
     choice = max(probabilities, key=probabilities.__getitem__)
     answer = EngineAnswer(decision=choice, confidence=probabilities[choice], probabilities=probabilities,
                           rationale=f"{provider.name} {model}, read by its head", model=model)
-    attempt = Attempt(provider=provider.name, outcome="ok", latency_ms=round((time.perf_counter() - started) * 1000))
+    attempt = Attempt(provider=provider.name, outcome="ok", latency_ms=_ms_since(started))
     return conclude(request_id, [*before.attempts, attempt], provider.name, answer,
                     threshold if query.min_confidence is None else query.min_confidence, True, None, None,
                     (head, probabilities), "pass")
+
+
+def _ms_since(started: float) -> int:
+    return round((time.perf_counter() - started) * 1000)

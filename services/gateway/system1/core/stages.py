@@ -61,18 +61,22 @@ class Stages:
                 break
             read = await asyncio.gather(*(self.read(later, name, queries[i], decisions[i]) for i in passing))
             for i, decision in zip(passing, read):
-                if decision is not None:
+                if isinstance(decision, Decision):
                     decisions[i] = after_stage(decisions[i], decision, stage)
-            unread = [i for i, decision in zip(passing, read) if decision is None]
+            # A failed reading's attempt stays in the decision's tries: a stage left with no time
+            # to answer after it must not look as though it was never asked.
+            unread = {i: [] if failed is None else [failed] for i, failed in zip(passing, read)
+                      if not isinstance(failed, Decision)}
             if unread:
                 answers = await self.ask(later, [queries[i] for i in unread], [name],
-                                            [decisions[i].attempts for i in unread], heads=False)
+                                            [[*decisions[i].attempts, *tried] for i, tried in unread.items()],
+                                            heads=False)
                 for i, answer in zip(unread, answers):
                     decisions[i] = after_stage(decisions[i], answer, stage)
         return decisions
 
-    async def read(self, asked: Asking, name: str, query: Query, before: Decision) -> Decision | None:
-        """Stage `name`'s own head on its reading of `query` (`reading.py`), or None: ask it."""
+    async def read(self, asked: Asking, name: str, query: Query, before: Decision) -> Decision | Attempt | None:
+        """Stage `name`'s own head on its reading of `query` (`reading.py`); else ask it."""
         if not asked.calibrate or asked.deadline is None:
             return None
         budget_s = asked.deadline - asyncio.get_running_loop().time()
