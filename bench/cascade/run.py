@@ -141,6 +141,20 @@ def start_engines(stack: ExitStack) -> tuple[str, str, int, int]:
     return f"http://127.0.0.1:{minilm_port}", judge_url, minilm_pid, judge_pid
 
 
+def system_gateway(work: Path, name: str, minilm_url: str, judge_url: str) -> Gateway:
+    """The gateway of system `name` (SYSTEMS) over the two engine servers, its files in `work`."""
+    provider, cascade, heads = SYSTEMS[name]
+    toml = (f'[gateway]\nprovider = "{provider}"\ncascade = {json.dumps(cascade)}\ntimeout_s = 60\n'
+            f'[learning]\nenabled = {str(heads).lower()}\n'
+            f'[providers.systemone]\nendpoint = "{minilm_url}"\nmax_options = 256\nbatch = true\n'
+            f'[providers.llama]\nendpoint = "{judge_url}"\nmax_options = 52\n')
+    (work / f"{name}.toml").write_text(toml)
+    config = load_config({"SYSTEM1_CONFIG": str(work / f"{name}.toml"), "SYSTEM1_INSTALL_DIR": str(work / name)})
+    if config.errors:
+        raise RuntimeError(f"{name}: {config.errors}")
+    return Gateway(config)
+
+
 async def run(per_set: int, blind_file: str) -> dict:
     table = rows(per_set, blind_file)
     results: dict = {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs", "rows": len(table), "blind": blind_file,
@@ -150,16 +164,7 @@ async def run(per_set: int, blind_file: str) -> dict:
         minilm_url, judge_url, minilm_pid, judge_pid = start_engines(stack)
 
         def gateway_for(name: str) -> Gateway:
-            provider, cascade, heads = SYSTEMS[name]
-            toml = (f'[gateway]\nprovider = "{provider}"\ncascade = {json.dumps(cascade)}\ntimeout_s = 60\n'
-                    f'[learning]\nenabled = {str(heads).lower()}\n'
-                    f'[providers.systemone]\nendpoint = "{minilm_url}"\nmax_options = 256\nbatch = true\n'
-                    f'[providers.llama]\nendpoint = "{judge_url}"\nmax_options = 52\n')
-            (work / f"{name}.toml").write_text(toml)
-            config = load_config({"SYSTEM1_CONFIG": str(work / f"{name}.toml"), "SYSTEM1_INSTALL_DIR": str(work / name)})
-            if config.errors:
-                raise RuntimeError(f"{name}: {config.errors}")
-            return Gateway(config)
+            return system_gateway(work, name, minilm_url, judge_url)
 
         readings: dict[int, Reading] = {}
         for name in SYSTEMS:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from unittest import mock
 
@@ -39,11 +40,25 @@ def rows_of(path: Path, group: str | None = None) -> list[dict]:
     return [r for r in rows if r["question"] == DESTRUCTIVE and (group is None or r.get("group") == group)]
 
 
-def fitted(training: list[dict], vectors: np.ndarray):
-    examples = [Example("destructive", ("yes", "no"), r["label"], [float(x) for x in v], {"yes": 0.5, "no": 0.5},
-                        "systemone", "all-MiniLM-L6-v2", False, (r.get("meta") or {}).get("area"),
-                        lexical.features(r["context"])) for r, v in zip(training, vectors)]
+def examples_of(training: list[dict], vectors: np.ndarray) -> list[Example]:
+    return [Example("destructive", ("yes", "no"), r["label"], [float(x) for x in v], {"yes": 0.5, "no": 0.5},
+                    "systemone", "all-MiniLM-L6-v2", False, (r.get("meta") or {}).get("area"),
+                    lexical.features(r["context"])) for r, v in zip(training, vectors)]
+
+
+def fitted(examples: list[Example]):
     return learn_kind(examples, 5, THRESHOLD, curve=False, repeats=3)
+
+
+def embedder() -> Callable[[list[dict]], np.ndarray]:
+    """MiniLM's vectors of rows' commands, as serve.py embeds them (bench/heads/embedders.py)."""
+    encoder = MiniLM().encoder
+
+    def embedded(rows: list[dict]) -> np.ndarray:
+        return encoded([judged(r)[0] for r in rows],
+                       lambda texts: np.concatenate([encoder.encode(texts[i:i + 32]) for i in range(0, len(texts), 32)]))
+
+    return embedded
 
 
 def asked(head, rows: list[dict], vectors: np.ndarray) -> tuple[int, int, int]:
@@ -59,12 +74,7 @@ def asked(head, rows: list[dict], vectors: np.ndarray) -> tuple[int, int, int]:
 
 
 def main() -> None:
-    encoder = MiniLM().encoder
-
-    def embedded(rows: list[dict]) -> np.ndarray:  # as serve.py embeds them (bench/heads/embedders.py)
-        return encoded([judged(r)[0] for r in rows],
-                       lambda texts: np.concatenate([encoder.encode(texts[i:i + 32]) for i in range(0, len(texts), 32)]))
-
+    embedded = embedder()
     training = rows_of(ROOT / "calibration" / "yes-no-seed.jsonl")
     blind = {name: rows_of(ROOT / "bench" / "cascade" / name, "destructive") for name in BLIND}
     vectors = embedded(training)
@@ -78,7 +88,7 @@ def main() -> None:
              + " | ".join(f"{name}: answered / right" for name in BLIND) + " |", "|---" * (4 + len(BLIND)) + "|"]
     for label, traits in (("without traits", False), ("with traits", True)):
         with mock.patch.object(lexical, "traits", lexical.traits if traits else lambda command: set()):
-            result = fitted(training, vectors)
+            result = fitted(examples_of(training, vectors))
             cells = []
             for name, rows in blind.items():
                 n, answered, right = asked(result.fitted, rows, blind_vectors[name])
