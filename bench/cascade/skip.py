@@ -68,19 +68,21 @@ async def judged(rows: list[dict]) -> list[dict]:
 
 def blind_figures(results: dict, skip: bool) -> dict[str, tuple[int, int, int]]:
     """Rows, answered and right, for the destructive-command rows (the question as the head asks
-    it, or reworded and read as it) of one recorded cascade run, with or without the skip."""
+    it, or reworded and read as it) and for all blind rows of one recorded cascade run, with or
+    without the skip."""
     systems = results["systems"]
     first, cascade = systems["minilm+heads"]["rows"], systems["cascade"]["rows"]
     again = {int(i): a["minilm+heads"] for i, a in results.get("read_again", {}).items()}
     blind = [json.loads(line) for line in (HERE / results.get("blind", "blind.jsonl")).read_text().splitlines() if line]
+    kind = {i for i, r in enumerate(blind) if r["question"] == DESTRUCTIVE or i in again}
     figures: dict[str, tuple[int, int, int]] = {}
     for name, index in (("destructive", [i for i, r in enumerate(blind) if r["question"] == DESTRUCTIVE]),
-                        ("reworded", [i for i in sorted(again) if i < len(blind)])):
+                        ("reworded", [i for i in sorted(again) if i < len(blind)]), ("all", range(len(blind)))):
         index = [i for i in index if cascade[i]["label"] != "abstain"]
         answered = right = 0
         for i in index:
             stage1 = {**first[i], **again.get(i, {})}
-            if skip:
+            if skip and i in kind:
                 pick = stage1["choice"] if sure(stage1, THRESHOLD) else None
             else:
                 pick = cascade[i]["choice"] if cascade[i]["status"] == "decided" else None
@@ -123,11 +125,11 @@ def main() -> None:
              f"- **Decision:** {'skip the judge for this kind' if skip else 'keep the judge'} "
              f"({rate:.1%} {'<' if skip else '≥'} {BAR:.0%}).", "",
              "The kind's blind rows from the recorded cascade runs at 0.6, answered / right (not part of the decision):",
-             "", "| set | destructive: cascade | destructive: judge skipped | reworded: cascade | reworded: judge skipped |",
-             "|---|---|---|---|---|"]
+             "", "| set | " + " | ".join(f"{group}: {how}" for group in ("destructive", "reworded", "all blind rows")
+                                         for how in ("cascade", "judge skipped")) + " |", "|---" * 7 + "|"]
     for name, figures in blind.items():
-        lines.append(f"| {name} | {cell(figures['False']['destructive'])} | {cell(figures['True']['destructive'])} | "
-                     f"{cell(figures['False']['reworded'])} | {cell(figures['True']['reworded'])} |")
+        lines.append(f"| {name} | " + " | ".join(cell(figures[skipped][group]) for group in ("destructive", "reworded", "all")
+                                                 for skipped in ("False", "True")) + " |")
     text = (HERE / "SKIP.md").read_text(encoding="utf-8")
     (HERE / "SKIP.md").write_text(text.split("## Result")[0] + "\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))

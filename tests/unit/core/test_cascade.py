@@ -333,3 +333,19 @@ async def test_a_question_the_stages_head_is_not_for_is_asked_without_a_reading(
     judge = Reader("mock", p=0.9)
     decision = await reading_cascade(tmp_path, judge).decide(CHOICE)
     assert decision.stage == 2 and judge.read == [] and len(judge.asked) == 1
+
+
+async def test_the_stacks_config_lets_an_unsure_destructive_command_answer_abstain_without_the_judge(tmp_path):
+    # bench/cascade/SKIP.md: the judge is right less often than the head on what the head is unsure
+    # of; the kind named in deploy/config.toml must be the one the destructive question has.
+    from pathlib import Path
+
+    from system1.core.rewording import DESTRUCTIVE
+
+    stack = (Path(__file__).resolve().parents[3] / "deploy" / "config.toml").read_text()
+    fast, judge = Engine("systemone", p=0.55), Engine("llama", p=0.99)
+    gateway = Gateway(config_in(tmp_path, stack), providers={"systemone": fast, "llama": judge})
+    unsure = await gateway.decide({**YES_NO, "question": DESTRUCTIVE})
+    assert unsure.status == "abstained" and unsure.stage == 1 and judge.asked == []
+    other = await gateway.decide(CHOICE)  # another kind still reaches the judge
+    assert other.status == "decided" and other.stage == 2 and judge.asked == [(None, CHOICE["question"])]
