@@ -8,7 +8,8 @@ fits and learned heads and the default threshold (0.6):
 
 - `minilm+heads`: the fast stage alone, as the stack ran before the cascade;
 - `judge`: llama-server alone (no learned heads: a head answers whichever engine is asked);
-- `cascade`: MiniLM first, the judge for what MiniLM is unsure of (`[gateway] cascade`); a
+- `cascade`: MiniLM first, the judge for what MiniLM is unsure of (`[gateway] cascade`), but
+  not for the kinds the stack's config skips (`cascade_skip_kinds`, which abstain); a
   destructive-command question in other words is asked as the head's own (`core.rewording`),
   which takes a judge to read the wording, so the other two ask every question as worded.
 
@@ -34,6 +35,7 @@ import random
 import sys
 import tempfile
 import time
+import tomllib
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -45,10 +47,13 @@ from benchlib import free_port, percentile  # noqa: E402
 from local_engines import JUDGE, LLAMA, judge_server, serve  # noqa: E402
 from system1.core.config import load_config  # noqa: E402
 from system1.core.gateway import Gateway  # noqa: E402
+from system1.core.heads import kind_of  # noqa: E402
 from system1.core.result import Decision  # noqa: E402
 from system1.core.rewording import DESTRUCTIVE, Reading  # noqa: E402
 from system1.providers.base import Query  # noqa: E402
 
+#: The kinds the stack's cascade leaves to stage 1 (deploy/config.toml).
+SKIPPED: list[str] = tomllib.loads((ROOT / "deploy" / "config.toml").read_text())["gateway"].get("cascade_skip_kinds", [])
 SEEDS = ("yes-no", "tool-choice", "tier", "many-questions")
 # name: (primary, cascade, learned heads). The judge alone runs without heads: a head answers
 # whichever engine is asked, so with them "the judge" would be MiniLM's heads on their kinds.
@@ -142,9 +147,11 @@ def start_engines(stack: ExitStack) -> tuple[str, str, int, int]:
 
 
 def system_gateway(work: Path, name: str, minilm_url: str, judge_url: str) -> Gateway:
-    """The gateway of system `name` (SYSTEMS) over the two engine servers, its files in `work`."""
+    """The gateway of system `name` (SYSTEMS) over the two engine servers, its files in `work`;
+    a cascade skips the judge for the kinds the stack's config says (deploy/config.toml)."""
     provider, cascade, heads = SYSTEMS[name]
     toml = (f'[gateway]\nprovider = "{provider}"\ncascade = {json.dumps(cascade)}\ntimeout_s = 60\n'
+            f'cascade_skip_kinds = {json.dumps(SKIPPED if cascade else [])}\n'
             f'[learning]\nenabled = {str(heads).lower()}\n'
             f'[providers.systemone]\nendpoint = "{minilm_url}"\nmax_options = 256\nbatch = true\n'
             f'[providers.llama]\nendpoint = "{judge_url}"\nmax_options = 52\n')
@@ -188,6 +195,10 @@ async def run(per_set: int, blind_file: str) -> dict:
                                                   "choice": a["choice"], "confidence": a["confidence"]}
                                                  for r, a in zip(table, answers)]}
             print(f"{name}: blind {by_set['blind']}", flush=True)
+        # The rows whose kind, as the cascade asked them, skips the judge (threshold_sweep).
+        results["skipped"] = [i for i, row in enumerate(table)
+                              if kind_of(DESTRUCTIVE if i in readings else row["question"],
+                                         row.get("options") or ["yes", "no"], None, not row.get("options")) in SKIPPED]
         results["read_again"] = {}
         for name in ("minilm+heads", "judge"):
             gateway = gateway_for(name)
@@ -228,8 +239,8 @@ def threshold_sweep(results: dict, set_name: str) -> dict[str, list[dict]]:
     """Coverage and accuracy on `set_name`'s answerable rows at each threshold in SWEEP, worked
     out from the rows' recorded answers: a system alone answers where its confidence clears the
     threshold; the cascade answers with MiniLM's heads where they clear it, else with the judge
-    where it does (the cascade's later stage asks the judge without heads, as the `judge`
-    system does), each asked a reworded question as the cascade read it (`read_again`). Exact as far as the judge repeats itself: asked the same prompt again in one
+    where it does and the row's kind does not skip it (`skipped`; the cascade's later stage asks
+    the judge without heads, as the `judge` system does), each asked a reworded question as the cascade read it (`read_again`). Exact as far as the judge repeats itself: asked the same prompt again in one
     server's life, its raw P(yes) moved by 0.01 in 3 of 5 probes (the first ask against later
     ones, which then repeated exactly with other prompts between), and a question's fit that
     sharpens steeply turns that into several hundredths of confidence, across the threshold for
@@ -242,12 +253,14 @@ def threshold_sweep(results: dict, set_name: str) -> dict[str, list[dict]]:
     for i, again in results.get("read_again", {}).items():
         cascade_first[int(i)] = {**first[int(i)], **again["minilm+heads"]}
         cascade_second[int(i)] = {**second[int(i)], **again["judge"]}
+    skipped = set(results.get("skipped", []))
     index = [i for i, r in enumerate(first) if r["set"] == set_name and r["label"] != "abstain"]
     sweep: dict[str, list[dict]] = {}
     for threshold in SWEEP:
         picks = {"minilm+heads": {i: first[i]["choice"] for i in index if sure(first[i], threshold)},
                  "judge": {i: second[i]["choice"] for i in index if sure(second[i], threshold)}}
-        picks["cascade"] = {**{i: cascade_second[i]["choice"] for i in index if sure(cascade_second[i], threshold)},
+        picks["cascade"] = {**{i: cascade_second[i]["choice"] for i in index
+                               if i not in skipped and sure(cascade_second[i], threshold)},
                             **{i: cascade_first[i]["choice"] for i in index if sure(cascade_first[i], threshold)}}
         for name, answered in picks.items():
             right = sum(choice == first[i]["label"] for i, choice in answered.items())
