@@ -235,33 +235,39 @@ def sure(row: dict, threshold: float) -> bool:
     return row["choice"] is not None and row["confidence"] is not None and row["confidence"] >= threshold
 
 
+def cascade_picks(results: dict, index: list[int], threshold: float, skipped: set[int]) -> dict[int, str]:
+    """The cascade's answer on each row of `index` it answers at `threshold`, worked out from the
+    stages' recorded answers: MiniLM's heads where they clear it, else the judge where it does,
+    unless the row is one of `skipped` (its kind skips the judge). The cascade's later stage asks
+    the judge without heads, as the `judge` system does, and asks a reworded question as it read
+    it (`read_again`). Exact as far as the judge repeats itself: asked the same prompt again in
+    one server's life, its raw P(yes) moved by 0.01 in 3 of 5 probes (the first ask against later
+    ones, which then repeated exactly with other prompts between), and a question's fit that
+    sharpens steeply turns that into several hundredths of confidence, across the threshold for
+    a row near it."""
+    systems = results["systems"]
+    first, second = list(systems["minilm+heads"]["rows"]), list(systems["judge"]["rows"])
+    for i, again in results.get("read_again", {}).items():
+        first[int(i)] = {**first[int(i)], **again["minilm+heads"]}
+        second[int(i)] = {**second[int(i)], **again["judge"]}
+    return {**{i: second[i]["choice"] for i in index if i not in skipped and sure(second[i], threshold)},
+            **{i: first[i]["choice"] for i in index if sure(first[i], threshold)}}
+
+
 def threshold_sweep(results: dict, set_name: str) -> dict[str, list[dict]]:
     """Coverage and accuracy on `set_name`'s answerable rows at each threshold in SWEEP, worked
     out from the rows' recorded answers: a system alone answers where its confidence clears the
-    threshold; the cascade answers with MiniLM's heads where they clear it, else with the judge
-    where it does and the row's kind does not skip it (`skipped`; the cascade's later stage asks
-    the judge without heads, as the `judge` system does), each asked a reworded question as the cascade read it (`read_again`). Exact as far as the judge repeats itself: asked the same prompt again in one
-    server's life, its raw P(yes) moved by 0.01 in 3 of 5 probes (the first ask against later
-    ones, which then repeated exactly with other prompts between), and a question's fit that
-    sharpens steeply turns that into several hundredths of confidence, across the threshold for
-    a row near it. The 0.6 column is set beside the cascade's own run in the report."""
+    threshold, the cascade as `cascade_picks` says (the kinds the run skipped, `skipped`, never
+    reach the judge). The 0.6 column is set beside the cascade's own run in the report."""
     systems = results["systems"]
     first, second = systems["minilm+heads"]["rows"], systems["judge"]["rows"]
-    # The cascade asks a reworded question as the destructive-command one (core.rewording):
-    # for those rows its stages' answers are the read-again ones.
-    cascade_first, cascade_second = list(first), list(second)
-    for i, again in results.get("read_again", {}).items():
-        cascade_first[int(i)] = {**first[int(i)], **again["minilm+heads"]}
-        cascade_second[int(i)] = {**second[int(i)], **again["judge"]}
     skipped = set(results.get("skipped", []))
     index = [i for i, r in enumerate(first) if r["set"] == set_name and r["label"] != "abstain"]
     sweep: dict[str, list[dict]] = {}
     for threshold in SWEEP:
         picks = {"minilm+heads": {i: first[i]["choice"] for i in index if sure(first[i], threshold)},
-                 "judge": {i: second[i]["choice"] for i in index if sure(second[i], threshold)}}
-        picks["cascade"] = {**{i: cascade_second[i]["choice"] for i in index
-                               if i not in skipped and sure(cascade_second[i], threshold)},
-                            **{i: cascade_first[i]["choice"] for i in index if sure(cascade_first[i], threshold)}}
+                 "judge": {i: second[i]["choice"] for i in index if sure(second[i], threshold)},
+                 "cascade": cascade_picks(results, index, threshold, skipped)}
         for name, answered in picks.items():
             right = sum(choice == first[i]["label"] for i, choice in answered.items())
             sweep.setdefault(name, []).append({"threshold": threshold, "coverage": len(answered) / len(index),

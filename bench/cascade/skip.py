@@ -8,9 +8,9 @@
 2. The judge asked about each of those rows as the cascade asks it (run.py's `judge` system:
    llama-server with Qwen2.5-Coder-1.5B, its shipped fits, threshold 0.6).
 3. The rule: the kind skips the judge if the judge is right on fewer than 90 % of those it answers.
-4. The kind's blind-set figures with and without the skip, from the recorded cascade runs
-   (results-blind*.json): a skipped kind answers with stage 1 where it is sure, else abstains.
-   Reported beside the decision; they do not make it.
+4. The kind's blind-set figures with and without the skip, worked out from the stages' answers
+   recorded by the cascade runs (results-blind*.json, `run.cascade_picks`): a skipped kind answers
+   with stage 1 where it is sure, else abstains. Reported beside the decision; they do not make it.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path[:0] = [str(HERE), str(HERE.parent / "heads"), str(ROOT / "engines" / "systemone")]
 
-from run import DESTRUCTIVE, request, start_engines, sure, system_gateway  # noqa: E402
+from run import DESTRUCTIVE, cascade_picks, request, start_engines, system_gateway  # noqa: E402
 from system1.offline.learning import folds_of  # noqa: E402
 from traits import THRESHOLD, embedder, examples_of, fitted, rows_of  # noqa: E402
 
@@ -68,28 +68,17 @@ async def judged(rows: list[dict]) -> list[dict]:
 
 def blind_figures(results: dict, skip: bool) -> dict[str, tuple[int, int, int]]:
     """Rows, answered and right, for the destructive-command rows (the question as the head asks
-    it, or reworded and read as it) and for all blind rows of one recorded cascade run, with or
-    without the skip."""
-    systems = results["systems"]
-    first, cascade = systems["minilm+heads"]["rows"], systems["cascade"]["rows"]
-    again = {int(i): a["minilm+heads"] for i, a in results.get("read_again", {}).items()}
-    blind = [json.loads(line) for line in (HERE / results.get("blind", "blind.jsonl")).read_text().splitlines() if line]
-    kind = {i for i, r in enumerate(blind) if r["question"] == DESTRUCTIVE or i in again}
-    figures: dict[str, tuple[int, int, int]] = {}
-    for name, index in (("destructive", [i for i, r in enumerate(blind) if r["question"] == DESTRUCTIVE]),
-                        ("reworded", [i for i in sorted(again) if i < len(blind)]), ("all", range(len(blind)))):
-        index = [i for i in index if cascade[i]["label"] != "abstain"]
-        answered = right = 0
-        for i in index:
-            stage1 = {**first[i], **again.get(i, {})}
-            if skip and i in kind:
-                pick = stage1["choice"] if sure(stage1, THRESHOLD) else None
-            else:
-                pick = cascade[i]["choice"] if cascade[i]["status"] == "decided" else None
-            answered += pick is not None
-            right += pick == cascade[i]["label"]
-        figures[name] = (len(index), answered, right)
-    return figures
+    it, or reworded and read as it) and for all blind rows of one recorded cascade run, the
+    cascade's answers worked out from its stages' (`cascade_picks`) with or without the skip."""
+    rows = results["systems"]["minilm+heads"]["rows"]
+    blind = [i for i, r in enumerate(rows) if r["set"] == "blind" and r["label"] != "abstain"]
+    asked = [json.loads(line) for line in (HERE / results.get("blind", "blind.jsonl")).read_text().splitlines() if line]
+    again = {int(i) for i in results.get("read_again", {})}
+    destructive = [i for i in blind if asked[i]["question"] == DESTRUCTIVE]
+    reworded = [i for i in blind if i in again]
+    picks = cascade_picks(results, blind, THRESHOLD, set(destructive + reworded) if skip else set())
+    return {name: (len(index), sum(i in picks for i in index), sum(picks.get(i) == rows[i]["label"] for i in index))
+            for name, index in (("destructive", destructive), ("reworded", reworded), ("all", blind))}
 
 
 def cell(figures: tuple[int, int, int]) -> str:
@@ -124,9 +113,10 @@ def main() -> None:
              f"({rate:.1%}).",
              f"- **Decision:** {'skip the judge for this kind' if skip else 'keep the judge'} "
              f"({rate:.1%} {'<' if skip else '≥'} {BAR:.0%}).", "",
-             "The kind's blind rows from the recorded cascade runs at 0.6, answered / right (not part of the decision):",
+             "The kind's blind rows at 0.6, answered / right, worked out from the stages' answers the cascade runs "
+             "recorded (not part of the decision):",
              "", "| set | " + " | ".join(f"{group}: {how}" for group in ("destructive", "reworded", "all blind rows")
-                                         for how in ("cascade", "judge skipped")) + " |", "|---" * 7 + "|"]
+                                         for how in ("judge asked", "judge skipped")) + " |", "|---" * 7 + "|"]
     for name, figures in blind.items():
         lines.append(f"| {name} | " + " | ".join(cell(figures[skipped][group]) for group in ("destructive", "reworded", "all")
                                                  for skipped in ("False", "True")) + " |")
