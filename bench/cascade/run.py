@@ -235,6 +235,11 @@ def sure(row: dict, threshold: float) -> bool:
     return row["choice"] is not None and row["confidence"] is not None and row["confidence"] >= threshold
 
 
+def suffix_of(blind_file: str) -> str:
+    """What a blind set's result files carry in their names: results{suffix}.json, RESULTS{suffix}.md."""
+    return "" if blind_file == "blind.jsonl" else "-" + Path(blind_file).stem
+
+
 def cascade_picks(results: dict, index: list[int], threshold: float, skipped: set[int]) -> dict[int, str]:
     """The cascade's answer on each row of `index` it answers at `threshold`, worked out from the
     stages' recorded answers: MiniLM's heads where they clear it, else the judge where it does,
@@ -362,7 +367,7 @@ def main() -> None:
         if not needed.exists():
             sys.exit(f"{needed} is missing: make llama-server judge-model")
     results = asyncio.run(run(args.per_set, args.blind))
-    suffix = "" if args.blind == "blind.jsonl" else "-" + Path(args.blind).stem
+    suffix = suffix_of(args.blind)
     (HERE / f"results{suffix}.json").write_text(json.dumps(results, indent=1) + "\n")
     (HERE / f"RESULTS{suffix}.md").write_text(report(results))
     plot(results, HERE / f"cascade{suffix}.png")

@@ -26,13 +26,11 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 sys.path[:0] = [str(HERE), str(HERE.parent / "heads"), str(ROOT / "engines" / "systemone")]
 
-from run import DESTRUCTIVE, cascade_picks, request, start_engines, system_gateway  # noqa: E402
+from run import DESTRUCTIVE, cascade_picks, request, start_engines, suffix_of, system_gateway  # noqa: E402
 from system1.offline.learning import folds_of  # noqa: E402
-from traits import THRESHOLD, embedder, examples_of, fitted, rows_of  # noqa: E402
+from traits import BLIND, THRESHOLD, embedder, examples_of, fitted, rows_of  # noqa: E402
 
 BAR = 0.9
-BLIND = {"1": "results.json", "2": "results-blind2.json", "3": "results-blind3.json", "4": "results-blind4.json",
-         "5": "results-blind5.json"}
 
 
 def held_out(training: list[dict]) -> list[dict[str, float]]:
@@ -91,15 +89,16 @@ def main() -> None:
     probabilities = held_out(training)
     tops = [max(p, key=p.get) for p in probabilities]
     passed = [i for i, (p, top) in enumerate(zip(probabilities, tops)) if p[top] < THRESHOLD]
-    sure_rows = [i for i in range(len(training)) if i not in set(passed)]
+    sure_rows = sorted(set(range(len(training))) - set(passed))
     head_right = sum(tops[i] == training[i]["label"] for i in sure_rows)
     answers = asyncio.run(judged([training[i] for i in passed]))
     decided = [(i, a) for i, a in zip(passed, answers) if a["status"] == "decided"]
     judge_right = sum(a["decision"] == training[i]["label"] for i, a in decided)
     rate = judge_right / len(decided) if decided else 0.0
     skip = rate < BAR
-    blind = {name: {str(s): blind_figures(json.loads((HERE / f).read_text()), s) for s in (False, True)}
-             for name, f in BLIND.items()}
+    recorded = {str(n): json.loads((HERE / f"results{suffix_of(name)}.json").read_text())
+                for n, name in enumerate(BLIND, start=1)}
+    blind = {n: {str(s): blind_figures(results, s) for s in (False, True)} for n, results in recorded.items()}
     (HERE / "skip.json").write_text(json.dumps({
         "rows": len(training), "head_sure": len(sure_rows), "head_right": head_right, "passed": len(passed),
         "judge_answered": len(decided), "judge_right": judge_right, "skip": skip,

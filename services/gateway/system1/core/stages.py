@@ -65,8 +65,8 @@ class Stages:
                     decisions[i] = after_stage(decisions[i], decision, stage)
             # A failed reading's attempt stays in the decision's tries: a stage left with no time
             # to answer after it must not look as though it was never asked.
-            unread = {i: [] if failed is None else [failed] for i, failed in zip(passing, read)
-                      if not isinstance(failed, Decision)}
+            unread = {i: [] if reading is None else [reading] for i, reading in zip(passing, read)
+                      if not isinstance(reading, Decision)}
             if unread:
                 answers = await self.ask(later, [queries[i] for i in unread], [name],
                                             [[*decisions[i].attempts, *tried] for i, tried in unread.items()],
