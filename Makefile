@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup help test test-unit test-contract test-fuzz test-stack contract-envs images learn-image llama-image judge-model torch-image llama-server learn up down unregister uninstall purge logs smoke smoke-local serve bench bench-cascade bench-distil bench-embedders bench-traits bench-privacy bench-routellm bench-engines bench-router bench-router-refit bench-router-overhead study models schemas clean
+.PHONY: setup help test test-unit test-contract test-fuzz test-stack contract-envs images learn-image llama-image judge-model torch-image llama-server learn up down unregister uninstall purge logs smoke smoke-local serve bench bench-cascade bench-distil bench-embedders bench-traits bench-privacy bench-routellm bench-engines bench-llama bench-router bench-router-refit bench-router-overhead study models schemas clean
 
 # The host tools, installed once and again whenever what they come from changes; every target
 # that runs them depends on this, so each works on a fresh clone with nothing run before it.
@@ -234,7 +234,7 @@ schemas: $(TOOLS)  ## regenerate the published JSON Schemas from the models
 
 # The leak benchmark, this code beside the one before the privacy work (a worktree of BEFORE).
 BEFORE ?= 928816e
-bench-privacy: $(TOOLS) $(LLAMA_SERVER) $(JUDGE_MODEL)  ## private prompts that would leave under local_only, false alarms, what each stage caught, on the five blind privacy sets
+bench-privacy: $(TOOLS) $(LLAMA_SERVER) $(JUDGE_MODEL)  ## private prompts that would leave under local_only, false alarms, what each stage caught, on the six blind privacy sets
 	$(BIN)/python -m pip install --quiet -r bench/requirements.txt
 	rm -rf build/before && git worktree prune && git worktree add --force --detach build/before $(BEFORE)
 	$(BIN)/python bench/privacy/run.py --code build/before --label before --no-judge
@@ -247,6 +247,8 @@ bench-privacy: $(TOOLS) $(LLAMA_SERVER) $(JUDGE_MODEL)  ## private prompts that 
 	$(BIN)/python bench/privacy/run.py --label after --paired --blind blind4.jsonl
 	$(BIN)/python bench/privacy/run.py --code build/before --label before --no-judge --blind blind5.jsonl
 	$(BIN)/python bench/privacy/run.py --label after --paired --blind blind5.jsonl
+	$(BIN)/python bench/privacy/run.py --code build/before --label before --no-judge --blind blind6.jsonl
+	$(BIN)/python bench/privacy/run.py --label after --paired --blind blind6.jsonl
 	git worktree remove --force build/before
 	$(BIN)/python bench/privacy/stage1.py
 	$(BIN)/python bench/privacy/bars.py
@@ -275,6 +277,10 @@ bench-embedders: $(TOOLS)  ## heads fitted on MiniLM against heads on multilingu
 
 bench-traits: $(TOOLS)  ## the destructive-command head with and without the command traits, held out and on every blind set
 	$(BIN)/python bench/heads/traits.py
+
+bench-llama: $(TOOLS) $(LLAMA_SERVER) $(JUDGE_MODEL)  ## the judge on the native and the portable llama-server, side by side (builds the portable one once; about 20 min)
+	$(BIN)/python -m pip install --quiet -r bench/requirements.txt
+	PATH="$(abspath $(VENVS)/llama/bin):$$PATH" $(BIN)/python bench/llama/build.py
 
 bench-engines: $(TOOLS)  ## the engine benchmark (serve.py --engine minilm)
 	$(BIN)/python -m pip install --quiet -r bench/requirements.txt

@@ -52,12 +52,13 @@ def serve(stack: ExitStack, argv: list[str], health: str, env: dict[str, str] | 
     return process.pid
 
 
-def judge_server(stack: ExitStack, slots: int = 1, polling: bool = False) -> tuple[str, int]:
-    """llama-server with the judge on a free port, 2 threads, its reading on (as the stack runs
-    it), stopped with `stack`: its URL and pid. `polling` leaves llama-server's own default (its
-    threads poll for work after each answer)."""
+def judge_server(stack: ExitStack, slots: int = 1, polling: bool = False,
+                 server: Path = LLAMA / "bin" / "llama-server") -> tuple[str, int]:
+    """llama-server (`server`) with the judge on a free port, 2 threads, its reading on (as the
+    stack runs it), stopped with `stack`: its URL and pid. `polling` leaves llama-server's own
+    default (its threads poll for work after each answer)."""
     port = free_port()
-    pid = serve(stack, [str(LLAMA / "bin" / "llama-server"), "-m", str(JUDGE), "--alias", "qwen2.5-coder-1.5b-decision",
+    pid = serve(stack, [str(server), "-m", str(JUDGE), "--alias", "qwen2.5-coder-1.5b-decision",
                         "--host", "127.0.0.1", "--port", str(port), "-c", "4096", "-np", str(slots), "-t", "2",
                         *READING, *(() if polling else NO_POLLING)],
                 f"http://127.0.0.1:{port}/health")

