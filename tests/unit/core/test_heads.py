@@ -188,6 +188,29 @@ async def test_a_head_whose_options_differ_is_ignored(tmp_path):
     assert decision.calibration != "head" and engine.embedded == []
 
 
+class ChoiceEmbedding(Embedding):
+    """Answers a choice evenly among its options (the engine has no view of its own)."""
+
+    async def decide_one(self, state, query: Query, timeout_s: float) -> EngineAnswer:
+        even = {c: 1 / len(query.choices) for c in query.choices}
+        return EngineAnswer(query.choices[0], even[query.choices[0]], even, "engine has no view", self.model)
+
+
+async def test_a_head_answers_its_options_asked_in_another_case_and_order_in_the_askers_words(tmp_path):
+    # `rm` commands embed on the first axis: the head picks "Delete" there, "List" elsewhere.
+    tools = ["Delete: remove files", "List: show files"]
+    head = Head(kind=kind_of("Which tool?", tools), embedder="embedding", model="emb-1", options=tools,
+                weights=[[4.0, 0.0], [-4.0, 0.0]], bias=[0.0, 0.0])
+    asked = ["list: show  files", "DELETE: remove files"]
+    g = with_heads(tmp_path, ChoiceEmbedding(), head)
+    decision = await g.decide({"question": "Which tool should handle this?", "options": asked,
+                               "context": {"command": "rm -rf build"}})
+    assert decision.calibration == "head" and decision.decision == "DELETE: remove files"
+    assert set(decision.probabilities) == set(asked)
+    other = await g.decide({"question": "Which tool should handle this?", "options": asked, "context": {"command": "ls"}})
+    assert other.decision == "list: show  files"
+
+
 async def test_when_the_embedder_is_down_the_engines_answer_stands(tmp_path):
     engine = Embedding(down=True)
     decision = await with_heads(tmp_path, engine, DESTRUCTIVE).decide(

@@ -87,22 +87,30 @@ class Head(BaseModel):
         return len(self.weights[0])
 
     def fits(self, choices: list[str]) -> bool:
-        return sorted(self.options) == sorted(choices)
+        """Whether `choices` are this head's options, in any order, case and spacing, as the kind
+        itself is keyed (`kind_of`): "read: show a file" is the option "Read: show a file"."""
+        return sorted(normalised(o) for o in self.options) == sorted(normalised(c) for c in choices)
 
-    def probabilities(self, vector: list[float], context: Any = None,
-                      earlier: dict[str, float] | None = None) -> dict[str, float] | None:
+    def spelled(self, choices: list[str] | None) -> list[str]:
+        """This head's options as `choices` (the request's) spell them; its own without them."""
+        spelling = {normalised(c): c for c in choices or ()}
+        return [spelling.get(normalised(o), o) for o in self.options]
+
+    def probabilities(self, vector: list[float], context: Any = None, earlier: dict[str, float] | None = None,
+                      choices: list[str] | None = None) -> dict[str, float] | None:
         """The head's calibrated probabilities for an embedding (and, for a head that reads the
         wording, the request's context; for a later stage's head, the earlier stage's
-        probabilities); None when the embedding's size is wrong or `earlier` is needed and
-        missing an option."""
+        probabilities), by option as `choices` spell them; None when the embedding's size is
+        wrong or `earlier` is needed and missing an option."""
         if len(vector) != self.dim:
             return None
+        options = self.spelled(choices)
         scores = [sum(w * x for w, x in zip(row, vector)) + b for row, b in zip(self.weights, self.bias)]
         if self.earlier is not None:
-            if earlier is None or any(o not in earlier for o in self.options):
+            if earlier is None or any(o not in earlier for o in options):
                 return None
             scores = [s + w * math.log(min(max(earlier[o], 1e-6), 1.0))
-                      for s, w, o in zip(scores, self.earlier, self.options)]
+                      for s, w, o in zip(scores, self.earlier, options)]
         if self.lexical:
             for bucket, value in lexical.features(context).items():
                 row = self.lexical.get(bucket)
@@ -112,7 +120,7 @@ class Head(BaseModel):
         top = max(logits)
         powers = [math.exp(v - top) for v in logits]
         total = sum(powers)
-        return {option: p / total for option, p in zip(self.options, powers)}
+        return {option: p / total for option, p in zip(options, powers)}
 
     def describe(self) -> str:
         extra = self.model_extra or {}

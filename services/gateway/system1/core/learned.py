@@ -119,7 +119,7 @@ class LearnedHeads:
                     continue
                 self.error = None
             head = next((h for h in heads if h.model == model), None)
-            probabilities = head.probabilities(vector, state) if head else None
+            probabilities = head.probabilities(vector, state, choices=query.choices) if head else None
             if head is not None and probabilities is not None:
                 found[index] = (head, probabilities)
         return found

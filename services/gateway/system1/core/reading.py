@@ -49,7 +49,7 @@ async def read_one(lane: Lane, heads: Heads, state: Any, query: Query, before: D
         return Attempt(provider=provider.name, outcome=exc.outcome, latency_ms=_ms_since(started),
                        detail=f"no reading: {exc}")
     head = next((h for h in found if h.model == model), None)
-    probabilities = head.probabilities(vector, state, before.probabilities) if head else None
+    probabilities = head.probabilities(vector, state, before.probabilities, query.choices) if head else None
     if head is None or probabilities is None:
         return None
     choice = max(probabilities, key=probabilities.__getitem__)
