@@ -10,6 +10,7 @@ import pytest
 from system1.core.calibration import Calibrator, Fit, Source
 from system1.core.events import Observer
 from system1.core.gateway import Gateway
+from system1.core.heads import kind_of
 from system1.providers.base import Capabilities, EngineAnswer, HealthProbe, OneQuestionProvider, ProviderError, Query
 
 from ..helpers import config_in
@@ -234,9 +235,38 @@ async def test_a_yes_no_answer_that_is_relevance_alone_decides_through_the_quest
 
 
 async def test_a_choice_from_an_engine_whose_yes_no_is_relevance_alone_still_decides(tmp_path):
-    fast, judge = Engine("systemone", p=0.99, relevance=True), Engine("mock", p=0.9)
+    fast = Engine("systemone", p=0.99, relevance=True)
+    decision = await cascade(tmp_path, fast, None, fits=(UNSEEN_FIT,)).decide(CHOICE)
+    assert decision.status == "decided" and decision.provider == "systemone" and decision.calibration == "unseen"
+
+
+async def test_a_sure_answer_through_the_unseen_question_fit_is_put_to_the_judge_whose_answer_decides(tmp_path):
+    fast, judge = Engine("systemone", p=0.99), Engine("mock", p=0.9)
     decision = await cascade(tmp_path, fast, judge, fits=(UNSEEN_FIT,)).decide(CHOICE)
-    assert decision.status == "decided" and decision.provider == "systemone" and judge.asked == []
+    assert decision.status == "decided" and decision.provider == "mock" and decision.stage == 2
+    assert "fit for questions with no fit of their own" in decision.rationale and len(judge.asked) == 1
+
+
+async def test_an_unsure_judge_turns_an_unseen_question_fit_answer_into_an_abstention(tmp_path):
+    fast, judge = Engine("systemone", p=0.99), Engine("mock", p=0.4)
+    decision = await cascade(tmp_path, fast, judge, fits=(UNSEEN_FIT,)).decide(CHOICE)
+    assert decision.status == "abstained" and decision.abstain_reason == "threshold" and decision.stage == 2
+
+
+async def test_a_failing_judge_leaves_the_unseen_question_fit_answer_standing(tmp_path):
+    fast, judge = Engine("systemone", p=0.99), Engine("mock", fail="connection refused")
+    decision = await cascade(tmp_path, fast, judge, fits=(UNSEEN_FIT,)).decide(CHOICE)
+    assert decision.status == "decided" and decision.provider == "systemone" and decision.calibration == "unseen"
+    assert [(a.provider, a.outcome) for a in decision.attempts][-1][0] == "mock"
+
+
+async def test_an_answer_through_the_questions_own_fit_or_a_skipped_kind_is_not_put_to_the_judge(tmp_path):
+    fast, judge = Engine("systemone", p=0.99), Engine("mock", p=0.9)
+    own = await cascade(tmp_path, fast, judge, fits=(UNSEEN_FIT, QUESTION_FIT)).decide(YES_NO)
+    assert own.provider == "systemone" and own.calibration == "question"
+    kind = kind_of(CHOICE["question"], CHOICE["options"])
+    skipped = await cascade(tmp_path, fast, judge, f"cascade_skip_kinds = [{kind!r}]\n", fits=(UNSEEN_FIT,)).decide(CHOICE)
+    assert skipped.provider == "systemone" and skipped.calibration == "unseen" and judge.asked == []
 
 
 # A later stage's own head on its reading (core/reading.py): the judge's vector of the text,
