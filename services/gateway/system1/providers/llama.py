@@ -21,8 +21,9 @@ scale, and for any model calibrated on single answers.
 
 The judged text is cut here, before the call, to `max_text_chars` (its start and end kept): an
 LLM reads every token of its prompt before it answers (the judge, Qwen2.5-Coder-1.5B, about 80
-tokens a second on two CPU cores), so the text's length is the judge's latency: 1,000
-characters, about 250 tokens, take about 3 s. The cut keeps a decision within the cascade's
+tokens a second on two CPU cores with a portable llama-server, about 1.4 times that with one
+compiled for the CPU, bench/llama/BUILD.md), so the text's length is the judge's latency: 1,000
+characters, about 250 tokens, take about 2–3 s. The cut keeps a decision within the cascade's
 budget and the prompt within the server's context.
 
 The model's reading (`embed`): a server started with `--embeddings --pooling last` also gives
