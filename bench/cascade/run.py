@@ -45,6 +45,7 @@ sys.path[:0] = [str(HERE.parent), str(ROOT / "services" / "gateway")]
 
 from benchlib import free_port, percentile  # noqa: E402
 from local_engines import JUDGE, LLAMA, judge_server, serve  # noqa: E402
+from system1.core.cascade import BORROWED  # noqa: E402
 from system1.core.config import load_config  # noqa: E402
 from system1.core.gateway import Gateway  # noqa: E402
 from system1.core.heads import kind_of  # noqa: E402
@@ -192,7 +193,8 @@ async def run(per_set: int, blind_file: str) -> dict:
                 groups[group] = summary([table[i] for i in index], [answers[i] for i in index], [latencies[i] for i in index])
             results["systems"][name] = {"sets": by_set, "groups": groups, "engine_cpu_ms": cpu_ms,
                                         "rows": [{"set": r["set"], "label": r["label"], "status": a["status"],
-                                                  "choice": a["choice"], "confidence": a["confidence"]}
+                                                  "choice": a["choice"], "confidence": a["confidence"],
+                                                  "calibration": a["calibration"]}
                                                  for r, a in zip(table, answers)]}
             print(f"{name}: blind {by_set['blind']}", flush=True)
         # The rows whose kind, as the cascade asked them, skips the judge (threshold_sweep).
@@ -242,9 +244,9 @@ def suffix_of(blind_file: str) -> str:
 
 def cascade_picks(results: dict, index: list[int], threshold: float, skipped: set[int]) -> dict[int, str]:
     """The cascade's answer on each row of `index` it answers at `threshold`, worked out from the
-    stages' recorded answers: MiniLM's heads where they clear it (but not an answer through the
-    unseen-question fit, which the cascade puts to the judge: `cascade.passes_on`; runs recorded
-    before the calibration was recorded are read as though none was), else the judge where it
+    stages' recorded answers: MiniLM's heads where they clear it (but not an answer through a fit
+    for questions with no fit of their own, which the cascade puts to the judge: `cascade.passes_on`;
+    runs recorded before the calibration was recorded are read as though none was), else the judge where it
     does, unless the row is one of `skipped` (its kind skips the judge). The cascade's later stage asks
     the judge without heads, as the `judge` system does, and asks a reworded question as it read
     it (`read_again`). Exact as far as the judge repeats itself: asked the same prompt again in
@@ -257,7 +259,7 @@ def cascade_picks(results: dict, index: list[int], threshold: float, skipped: se
     for i, again in results.get("read_again", {}).items():
         first[int(i)] = {**first[int(i)], **again["minilm+heads"]}
         second[int(i)] = {**second[int(i)], **again["judge"]}
-    kept = {i for i in index if sure(first[i], threshold) and (i in skipped or first[i].get("calibration") != "unseen")}
+    kept = {i for i in index if sure(first[i], threshold) and (i in skipped or first[i].get("calibration") not in BORROWED)}
     return {**{i: second[i]["choice"] for i in index if i not in skipped and i not in kept and sure(second[i], threshold)},
             **{i: first[i]["choice"] for i in kept}}
 

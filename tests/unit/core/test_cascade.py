@@ -209,6 +209,7 @@ async def test_a_question_with_its_own_threshold_is_held_to_it_and_passed_on_alo
 # `EngineAnswer.relevance`): it decides only through a head or the question's own fit.
 UNSEEN_FIT = Fit(provider="systemone", model="systemone-model", unseen=True, temperature=1.0)
 QUESTION_FIT = Fit(provider="systemone", model="systemone-model", question=YES_NO["question"], temperature=1.0)
+OPTIONS_FIT = Fit(provider="systemone", model="systemone-model", n_options=2, n_options_max=12, temperature=1.0)
 
 
 async def test_a_yes_no_answer_that_is_relevance_alone_passes_to_the_judge_however_sure(tmp_path):
@@ -240,9 +241,10 @@ async def test_a_choice_from_an_engine_whose_yes_no_is_relevance_alone_still_dec
     assert decision.status == "decided" and decision.provider == "systemone" and decision.calibration == "unseen"
 
 
-async def test_a_sure_answer_through_the_unseen_question_fit_is_put_to_the_judge_whose_answer_decides(tmp_path):
+@pytest.mark.parametrize("fit", [UNSEEN_FIT, OPTIONS_FIT], ids=["unseen-question fit", "option-count fit"])
+async def test_a_sure_answer_through_a_fit_for_questions_without_their_own_is_put_to_the_judge(tmp_path, fit):
     fast, judge = Engine("systemone", p=0.99), Engine("mock", p=0.9)
-    decision = await cascade(tmp_path, fast, judge, fits=(UNSEEN_FIT,)).decide(CHOICE)
+    decision = await cascade(tmp_path, fast, judge, fits=(fit,)).decide(CHOICE)
     assert decision.status == "decided" and decision.provider == "mock" and decision.stage == 2
     assert "fit for questions with no fit of their own" in decision.rationale and len(judge.asked) == 1
 

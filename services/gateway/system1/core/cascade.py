@@ -1,8 +1,8 @@
 """System 2: what passes from one stage to the next, and how the stages' answers become one.
 
 Stage 1 is the chain (the primary with its error fallbacks, learned heads, calibration). A
-decision it abstains on for want of confidence or of a text to judge, or answers only through
-the fit for questions with no fit of their own, is asked again of each `[gateway] cascade`
+decision it abstains on for want of confidence or of a text to judge, or answers only through a
+fit for questions with no fit of their own (by option count, or for any question), is asked again of each `[gateway] cascade`
 provider in turn; the first sure answer decides, and if the last stage is
 unsure too the decision abstains. The fallback chain stays apart: an engine that fails is the
 fallback's case, an engine that is unsure is the cascade's.
@@ -21,20 +21,23 @@ from .result import Decision
 PASSED_ON = frozenset({"threshold", "uncalibrated", "no_evidence", "engine"})
 
 
-#: Why an answer from the unseen-question fit is passed on although it cleared the threshold.
-UNSEEN = ("answered through the fit for questions with no fit of their own, which is right less often "
+#: Fits for questions with no fit of their own (by option count, or for any unseen question):
+#: an answer through one is passed on although it cleared the threshold.
+BORROWED = frozenset({"options", "unseen"})
+UNSEEN = ("answered through a fit for questions with no fit of their own, which is right less often "
           "than it says on questions no fit has seen (bench/cascade/UNSEEN.md)")
 
 
 def passes_on(decision: Decision, kind: str, skip_kinds: list[str]) -> bool:
     """Whether a later stage is asked about `decision` (of question kind `kind`): an abstention
-    it may resolve, or an answer calibrated only by the unseen-question fit. On the blind sets'
-    new questions those answers were right 62–68 % of the time at 0.6 and above, the judge more
-    often on the same questions; should the later stage fail, the answer stands."""
+    it may resolve, or an answer calibrated only by a fit for questions with no fit of their own.
+    On the blind sets' new questions those answers were right 62–68 % of the time at 0.6 and
+    above, the judge more often on the same questions; should the later stage fail, the answer
+    stands."""
     if kind in skip_kinds:
         return False
     if decision.status == "decided":
-        return decision.calibration == "unseen"
+        return decision.calibration in BORROWED
     return decision.status == "abstained" and decision.abstain_reason in PASSED_ON
 
 
