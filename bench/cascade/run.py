@@ -244,10 +244,10 @@ def suffix_of(blind_file: str) -> str:
 
 def cascade_picks(results: dict, index: list[int], threshold: float, skipped: set[int]) -> dict[int, str]:
     """The cascade's answer on each row of `index` it answers at `threshold`, worked out from the
-    stages' recorded answers: MiniLM's heads where they clear it (but not an answer through a fit
-    for questions with no fit of their own, which the cascade puts to the judge: `cascade.passes_on`;
-    runs recorded before the calibration was recorded are read as though none was), else the judge where it
-    does, unless the row is one of `skipped` (its kind skips the judge). The cascade's later stage asks
+    stages' recorded answers: MiniLM's heads where they clear it, else the judge where it does,
+    unless the row is one of `skipped` (its kind skips the judge). An answer through a fit for
+    questions with no fit of their own is the judge's where the judge is sure (`cascade.passes_on`;
+    runs recorded before the calibration was recorded read as though none was). The cascade's later stage asks
     the judge without heads, as the `judge` system does, and asks a reworded question as it read
     it (`read_again`). Exact as far as the judge repeats itself: asked the same prompt again in
     one server's life, its raw P(yes) moved by 0.01 in 3 of 5 probes (the first ask against later
@@ -259,9 +259,10 @@ def cascade_picks(results: dict, index: list[int], threshold: float, skipped: se
     for i, again in results.get("read_again", {}).items():
         first[int(i)] = {**first[int(i)], **again["minilm+heads"]}
         second[int(i)] = {**second[int(i)], **again["judge"]}
-    kept = {i for i in index if sure(first[i], threshold) and (i in skipped or first[i].get("calibration") not in BORROWED)}
-    return {**{i: second[i]["choice"] for i in index if i not in skipped and i not in kept and sure(second[i], threshold)},
-            **{i: first[i]["choice"] for i in kept}}
+    firsts = {i: first[i]["choice"] for i in index if sure(first[i], threshold)}
+    seconds = {i: second[i]["choice"] for i in index if i not in skipped and sure(second[i], threshold)}
+    kept = {i for i in firsts if i in skipped or first[i].get("calibration") not in BORROWED}
+    return {**firsts, **{i: choice for i, choice in seconds.items() if i not in kept}}
 
 
 def threshold_sweep(results: dict, set_name: str) -> dict[str, list[dict]]:

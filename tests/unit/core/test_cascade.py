@@ -249,10 +249,12 @@ async def test_a_sure_answer_through_a_fit_for_questions_without_their_own_is_pu
     assert "fit for questions with no fit of their own" in decision.rationale and len(judge.asked) == 1
 
 
-async def test_an_unsure_judge_turns_an_unseen_question_fit_answer_into_an_abstention(tmp_path):
+async def test_an_unsure_judge_leaves_a_borrowed_fits_answer_standing_and_says_so(tmp_path):
     fast, judge = Engine("systemone", p=0.99), Engine("mock", p=0.4)
     decision = await cascade(tmp_path, fast, judge, fits=(UNSEEN_FIT,)).decide(CHOICE)
-    assert decision.status == "abstained" and decision.abstain_reason == "threshold" and decision.stage == 2
+    assert decision.status == "decided" and decision.provider == "systemone" and decision.stage == 1
+    assert [(a.provider, a.outcome) for a in decision.attempts] == [("systemone", "ok"), ("mock", "abstained")]
+    assert "second opinion and was not sure" in decision.rationale
 
 
 async def test_a_failing_judge_leaves_the_unseen_question_fit_answer_standing(tmp_path):

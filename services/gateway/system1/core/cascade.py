@@ -2,10 +2,11 @@
 
 Stage 1 is the chain (the primary with its error fallbacks, learned heads, calibration). A
 decision it abstains on for want of confidence or of a text to judge, or answers only through a
-fit for questions with no fit of their own (by option count, or for any question), is asked again of each `[gateway] cascade`
-provider in turn; the first sure answer decides, and if the last stage is
-unsure too the decision abstains. The fallback chain stays apart: an engine that fails is the
-fallback's case, an engine that is unsure is the cascade's.
+fit for questions with no fit of their own (by option count, or for any question), is asked
+again of each `[gateway] cascade` provider in turn; the first sure answer decides. If the last
+stage is unsure too, an abstention stays one and a borrowed fit's answer stands. The fallback
+chain stays apart: an engine that fails is the fallback's case, an engine that is unsure is the
+cascade's.
 
 The attempts carry every stage's tries, and the rationale names the stage that decided and why
 the earlier ones passed.
@@ -24,16 +25,16 @@ PASSED_ON = frozenset({"threshold", "uncalibrated", "no_evidence", "engine"})
 #: Fits for questions with no fit of their own (by option count, or for any unseen question):
 #: an answer through one is passed on although it cleared the threshold.
 BORROWED = frozenset({"options", "unseen"})
-UNSEEN = ("answered through a fit for questions with no fit of their own, which is right less often "
-          "than it says on questions no fit has seen (bench/cascade/UNSEEN.md)")
+UNSEEN = ("answered through a fit for questions with no fit of their own: on questions no fit has seen, "
+          "the judge is right more often (bench/cascade/UNSEEN.md)")
 
 
 def passes_on(decision: Decision, kind: str, skip_kinds: list[str]) -> bool:
     """Whether a later stage is asked about `decision` (of question kind `kind`): an abstention
     it may resolve, or an answer calibrated only by a fit for questions with no fit of their own.
     On the blind sets' new questions those answers were right 62–68 % of the time at 0.6 and
-    above, the judge more often on the same questions; should the later stage fail, the answer
-    stands."""
+    above, the judge more often on the same questions; should the later stage fail or be unsure,
+    the answer stands (`after_stage`)."""
     if kind in skip_kinds:
         return False
     if decision.status == "decided":
@@ -51,11 +52,15 @@ def why_passed(decision: Decision) -> str:
 
 
 def after_stage(before: Decision, after: Decision, stage: int) -> Decision:
-    """One decision from an earlier stage's abstention `before` and stage `stage`'s answer
-    `after` (whose attempts already include `before`'s). A stage that failed leaves `before`
-    standing, with the failed tries added."""
+    """One decision from an earlier stage's `before` (an abstention, or an answer through a
+    borrowed fit) and stage `stage`'s answer `after` (whose attempts already include `before`'s).
+    A stage that failed leaves `before` standing, with the failed tries added; so does one that
+    is unsure of what `before` answered: it is a second opinion there, heeded only when sure."""
+    asked = after.provider or (after.attempts[-1].provider if after.attempts else "?")
     if after.status == "error":
         return replace(before, attempts=after.attempts)
-    asked = after.provider or (after.attempts[-1].provider if after.attempts else "?")
+    if before.status == "decided" and after.status != "decided":
+        note = f"[stage {stage}, {asked}, was asked as a second opinion and was not sure: this answer stands]"
+        return replace(before, attempts=after.attempts, rationale=f"{before.rationale} {note}".strip())
     note = f"[stage {stage}, {asked}, after {why_passed(before)}]"
     return replace(after, rationale=f"{after.rationale} {note}".strip(), stage=stage)
