@@ -141,13 +141,37 @@ async def test_a_yes_no_question_with_nothing_to_judge_is_never_answered_by_an_e
     assert "no context" in decision.rationale
 
 
+@pytest.mark.parametrize("context", [{}, {"task": ""}, {"task": "  ", "notes": []}, {"tool": "Bash"}])
+async def test_a_choice_given_a_context_with_nothing_in_it_is_never_answered_by_an_engine_that_needs_a_text(
+        tmp_path, context):
+    fast, judge = Engine("systemone", p=1.0), Engine("mock")
+    decision = await cascade(tmp_path, fast, judge).decide(
+        {"question": "Which model tier should handle this task?", "options": ["haiku", "sonnet", "opus"], "context": context})
+    assert decision.status == "abstained" and decision.abstain_reason == "no_evidence"
+    assert decision.decision is None and fast.asked == [] and judge.asked == []
+
+
+async def test_a_choice_asked_with_no_context_at_all_is_judged_on_its_own_words(tmp_path):
+    fast = Engine("systemone", p=0.9)
+    decision = await cascade(tmp_path, fast, None).decide(
+        {"question": "Rerun the flaky pipeline or block the merge?", "options": ["rerun the pipeline", "block the merge"]})
+    assert decision.status == "decided" and len(fast.asked) == 1
+
+
+async def test_a_choice_with_a_blank_context_goes_to_an_engine_that_answers_from_what_it_knows(tmp_path):
+    fast, judge = Engine("systemone", p=1.0), Engine("mock", without_context=True)
+    decision = await cascade(tmp_path, fast, judge).decide(
+        {"question": "Which planet is closest to the Sun?", "options": ["Mercury", "Venus", "Mars"], "context": {}})
+    assert fast.asked == [] and len(judge.asked) == 1 and decision.provider == "mock"
+
+
 async def test_when_no_stage_can_judge_without_a_text_the_rationale_names_each(tmp_path):
     fast, judge = Engine("systemone"), Engine("mock")
     decision = await cascade(tmp_path, fast, judge).decide({"question": "Is the earth flat?"})
     assert decision.status == "abstained" and decision.abstain_reason == "no_evidence" and judge.asked == []
     assert [(a.provider, a.outcome) for a in decision.attempts] == [("systemone", "abstained"), ("mock", "abstained")]
-    assert decision.rationale.endswith("[stage 2, mock, after systemone: no text to judge: a yes/no question needs "
-                                       "a context for this engine]")
+    assert decision.rationale.endswith("[stage 2, mock, after systemone: no text to judge: a yes/no question, or a "
+                                       "choice given a context, needs a text in it for this engine]")
 
 
 async def test_a_yes_no_question_with_nothing_to_judge_goes_to_a_judge_that_answers_without_one(tmp_path):

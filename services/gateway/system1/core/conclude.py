@@ -33,9 +33,9 @@ def failed(request_id: str, found: ChainAnswer, tried: list[Attempt] | None = No
 
 
 def no_evidence(request_id: str, names: list[str], tried: list[Attempt]) -> Decision:
-    """The abstention for a yes/no question with no text to judge, where none of `names` can
-    answer without one (see `answers_without_context`)."""
-    detail = "no text to judge: a yes/no question needs a context for this engine"
+    """The abstention for a question with no text to judge, where none of `names` can answer
+    without one (see `answers_without_context`)."""
+    detail = "no text to judge: a yes/no question, or a choice given a context, needs a text in it for this engine"
     rationale = (f"nothing to judge: the question came with no context, and {', '.join(names)} can only weigh "
                  "a question against a text. Give the text it is about, or decide this yourself.")
     attempt = Attempt(provider=names[0], outcome="abstained", latency_ms=0, detail=detail)

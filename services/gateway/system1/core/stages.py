@@ -86,9 +86,9 @@ class Stages:
     async def ask(self, asked: Asking, queries: list[Query], names: list[str], tried: list[list[Attempt]],
                      heads: bool) -> list[Decision]:
         """One stage: `queries` asked of the chain `names`, each concluded after `tried` (the
-        attempts of earlier stages). A yes/no question with no text to judge goes only to
-        engines that answer without one, and abstains where none is left; uncalibrated asks
-        (for fitting, which needs the engine's answer to an empty text) go to `names` as they are."""
+        attempts of earlier stages). A question with no text to judge goes only to engines that
+        answer without one, and abstains where none is left; uncalibrated asks (for fitting,
+        which needs the engine's answer to an empty text) go to `names` as they are."""
         decisions: list[Decision | None] = [None] * len(queries)
         groups: dict[tuple[str, ...], list[int]] = {}
         for i, query in enumerate(queries):
@@ -105,8 +105,12 @@ class Stages:
         return [d for d in decisions if d is not None]
 
     def askable(self, state: Any, query: Query, names: list[str]) -> list[str]:
-        """The engines of `names` that can judge `query` about `state`."""
-        if not query.yes_no or has_evidence(state):
+        """The engines of `names` that can judge `query` about `state`. With nothing to judge,
+        those that answer from what they know: a text matcher would weigh a yes/no question
+        against itself ("yes" for certain), and a choice against a blank text (whichever option
+        sits nearest it: a model tier at 0.98 for an empty task). A choice asked with no context
+        at all is asked about its own words ("Rerun the flaky pipeline or block the merge?")."""
+        if has_evidence(state) or (not query.yes_no and state is None):
             return names
         return [n for n in names if self.providers[n].options.answers_without_context]
 
