@@ -29,13 +29,16 @@ from .conftest import PROMETHEUS, ROOT, STACK_CONFIG, compose_command, health_st
 pytestmark = [pytest.mark.stack, pytest.mark.needs_docker]
 TEAMS = {"question": "Which team should handle this?",
          "options": ["billing: charges, refunds", "technical: bugs and outages", "sales: pricing and plans"]}
+#: MiniLM alone, no cascade: TEAMS has no fit of its own, so with the judge in the stack a sure
+#: answer of MiniLM's would be put to it as a second opinion (core/cascade.py).
+MINILM_ALONE = {"X-System1-Provider": "systemone"}
 
 
 def test_a_decision_is_answered_by_the_minilm_engine_in_its_container(stack, http):
-    # Threshold 0: this pins the engine in its container answering, not where calibration puts
-    # an unseen three-option question relative to the default threshold.
+    # Threshold 0 and MiniLM alone: this pins the engine in its container answering, not where
+    # calibration puts an unseen three-option question or what the judge makes of it.
     response = http.post("/v1/decide", json={**TEAMS, "context": {"message": "I was charged twice for one order"},
-                                             "min_confidence": 0})
+                                             "min_confidence": 0}, headers=MINILM_ALONE)
     body = DecideResponse.model_validate(response.json())
     assert response.status_code == 200 and body.status == "decided" and body.calibrated
     assert body.decision == "billing: charges, refunds" and body.provider == "systemone"
@@ -88,7 +91,7 @@ def test_mcp_over_docker_exec_with_the_official_client(stack, http):
     names, decided, health, sessions = anyio.run(session)
     assert "system1_mcp_sessions 1.0" in sessions
     assert names == ["system1_capabilities", "system1_decide", "system1_health"]
-    assert decided["provider"] == "systemone" and decided["status"] in ("decided", "abstained")
+    assert decided["attempts"][0]["provider"] == "systemone" and decided["status"] in ("decided", "abstained")
     assert health["status"] == "ok"
     wait_until(lambda: not mcp_processes(), 30, "the MCP process to leave the container")
 
@@ -101,8 +104,8 @@ def test_losing_the_engine_under_load_fails_cleanly_and_recovers(stack, http):
     def stream():
         with httpx.Client(base_url="http://127.0.0.1:8080", timeout=60) as client:
             while not stop.is_set():
-                # Threshold 0: MiniLM answers every one (no stage 2), so the outage is MiniLM's alone.
-                response = client.post("/v1/decide", json={**TEAMS, "min_confidence": 0})
+                # Threshold 0, MiniLM alone: it answers every one, so the outage is MiniLM's alone.
+                response = client.post("/v1/decide", json={**TEAMS, "min_confidence": 0}, headers=MINILM_ALONE)
                 results.append((response.status_code, response.json()))
 
     worker = threading.Thread(target=stream)
@@ -280,7 +283,7 @@ def test_the_llama_engine_answers_as_the_primary_after_one_config_change_and_a_r
     finally:
         STACK_CONFIG.write_text(original)
         in_gateway("reload")
-    assert http.post("/v1/decide", json={**TEAMS, "min_confidence": 0}).json()["provider"] == "systemone"
+    assert http.post("/v1/decide", json={**TEAMS, "min_confidence": 0}).json()["attempts"][0]["provider"] == "systemone"
 
 
 @pytest.mark.parametrize("engine", ["gte", "qwen3-rerank", "anyjev", "openthai"])

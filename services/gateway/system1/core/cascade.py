@@ -22,10 +22,11 @@ from .result import Decision
 PASSED_ON = frozenset({"threshold", "uncalibrated", "no_evidence", "engine"})
 
 
-#: Fits for questions with no fit of their own (by option count, or for any unseen question):
-#: an answer through one is passed on although it cleared the threshold.
+#: Fits for questions with no fit of their own (by option count, or for any unseen question),
+#: borrowed by questions that have none: an answer through one is passed on although it cleared
+#: the threshold, with the reason below.
 BORROWED = frozenset({"options", "unseen"})
-UNSEEN = ("answered through a fit for questions with no fit of their own: on questions no fit has seen, "
+WHY_BORROWED = ("answered through a fit for questions with no fit of their own: on questions no fit has seen, "
           "the judge is right more often (bench/cascade/UNSEEN.md)")
 
 
@@ -45,7 +46,7 @@ def passes_on(decision: Decision, kind: str, skip_kinds: list[str]) -> bool:
 def why_passed(decision: Decision) -> str:
     """The earlier stage's reason for passing, from its last attempt."""
     if decision.status == "decided":
-        return f"{decision.provider or 'stage 1'}: {UNSEEN}"
+        return f"{decision.provider or 'stage 1'}: {WHY_BORROWED}"
     last = decision.attempts[-1] if decision.attempts else None
     detail = last.detail if last is not None and last.detail else decision.abstain_reason
     return f"{decision.provider or (last.provider if last else 'stage 1')}: {detail}"
