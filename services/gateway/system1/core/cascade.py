@@ -26,8 +26,8 @@ PASSED_ON = frozenset({"threshold", "uncalibrated", "no_evidence", "engine"})
 #: borrowed by questions that have none: an answer through one is passed on although it cleared
 #: the threshold, with the reason below.
 BORROWED = frozenset({"options", "unseen"})
-WHY_BORROWED = ("answered through a fit for questions with no fit of their own: on questions no fit has seen, "
-          "the judge is right more often (bench/cascade/UNSEEN.md)")
+WHY_BORROWED = ("answered through a fit for questions with no fit of their own: on questions no fit has "
+                "seen, the judge is right more often (bench/cascade/UNSEEN.md)")
 
 
 def passes_on(decision: Decision, kind: str, skip_kinds: list[str]) -> bool:
