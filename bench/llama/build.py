@@ -171,7 +171,7 @@ def main() -> None:
     with ExitStack() as stack:
         urls = {name: judge_server(stack, server=binary)[0] for name, binary in BUILDS.items()}
         rows = asyncio.run(measure(urls))
-    flags = {name: " ".join((binary.parent / "BUILD").read_text().split()[4:]) for name, binary in BUILDS.items()}
+    flags = {name: " ".join((binary.parent / "BUILD").read_text().splitlines()[1:]) for name, binary in BUILDS.items()}
     table = summary(rows)
     (HERE / "build.json").write_text(json.dumps({"machine": "x86_64, 2 CPUs", "summary": table, "rows": rows}, indent=1) + "\n")
     (HERE / "BUILD.md").write_text(report(table, flags))
