@@ -36,8 +36,9 @@ def no_evidence(request_id: str, names: list[str], tried: list[Attempt]) -> Deci
     """The abstention for a question with no text to judge, where none of `names` can answer
     without one (see `answers_without_context`)."""
     detail = "no text to judge: a yes/no question, or a choice given a context, needs a text in it for this engine"
-    rationale = (f"nothing to judge: the question came with no context, and {', '.join(names)} can only weigh "
-                 "a question against a text. Give the text it is about, or decide this yourself.")
+    rationale = (f"nothing to judge: the question came with no context, or one with no text in it, and "
+                 f"{', '.join(names)} can only weigh a question against a text. Give the text it is about, "
+                 "or decide this yourself.")
     attempt = Attempt(provider=names[0], outcome="abstained", latency_ms=0, detail=detail)
     return Decision(request_id, "abstained", rationale=rationale, attempts=[*tried, attempt],
                     abstain_reason="no_evidence")
