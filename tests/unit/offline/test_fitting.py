@@ -82,6 +82,17 @@ def test_option_count_ranges_are_fitted_only_where_they_beat_one_fit_on_question
     assert [f.kind for f in fit(alike, min_question_rows=10_000)] == ["unseen"]
 
 
+def test_the_fit_for_new_questions_weighs_every_question_alike_not_every_row():
+    # One large question the engine reads well (it has a fit of its own) beside six small ones
+    # it is overconfident on: a new question is like the many, not like the large one's rows.
+    large = questions(0.4, 3, "large", count=3000, asked=1)
+    small = questions(3.0, 3, "small", count=300, asked=6)
+    unseen = next(f for f in fit(large + small) if f.kind == "unseen")
+    alone = next(f for f in fit(small) if f.kind == "unseen")
+    assert unseen.temperature > 1  # softened, as the small questions need; row-weighted, it sharpens
+    assert unseen.temperature == pytest.approx(alone.temperature, rel=0.35)
+
+
 def test_an_option_count_range_needs_enough_questions_to_be_judged():
     few = questions(3.0, 3, "three", asked=MIN_RANGE_QUESTIONS - 1) + questions(0.4, 2, "two")
     assert [f.kind for f in fit(few, min_question_rows=10_000)] == ["unseen"]

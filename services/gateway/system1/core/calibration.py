@@ -24,7 +24,9 @@ ignored for any other. For one answer the first fit that exists applies, in this
    answer's option count. An engine's ranges are chosen together by leaving whole questions
    out, and written only where splitting by option count beats one fit for every question;
 3. the fit for unseen questions (`unseen: true`), one per engine, fitted on every labelled
-   question and judged by leaving one question out;
+   question and judged by leaving one question out.
+   Fits 2 and 3 serve new questions, so every question weighs alike in them, however many
+   rows it has (`offline/fitting.py`);
 4. none: the engine's own probabilities (`calibrated: false`; `[gateway] uncalibrated` says
    whether to answer with them or abstain).
 

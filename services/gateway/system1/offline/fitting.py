@@ -5,7 +5,9 @@ Fits are made on the engine's probabilities as they are, or after the content-fr
 one that predicts questions left out better. Per engine (provider, model): one temperature per question with enough labelled rows; one for
 questions no fit has seen, on all rows; and one per range of option counts only where leaving
 whole questions out shows that such ranges predict those questions better than one fit. Each
-minimises the negative log-likelihood of the labels. Measurements: accuracy, expected calibration error (ECE, ten
+minimises the negative log-likelihood of the labels; the fits for questions without their own
+weigh every question alike (`by_question`), since they serve new questions, not the rows of the
+few large sets that have fits of their own. Measurements: accuracy, expected calibration error (ECE, ten
 equal-width bins), Brier score, AUROC of confidence for telling right from wrong, and a table
 of coverage against accuracy by threshold. Cross-validation fits on k-1 folds and measures on
 the held-out one, so the "after" figures are not measured on the rows they were fitted on;
@@ -72,32 +74,45 @@ class _Prepared:
     logs: list[float]
     label: int | None
     yes: int | None
+    weight: float = 1.0
 
 
-def _log_shares(rows: Sequence[Answered]) -> list[_Prepared]:
-    prepared = []
+def by_question(rows: Sequence[Answered]) -> list[float]:
+    """Each row's weight when every question counts alike: one over its question's row count."""
+    sizes: dict[str, int] = defaultdict(int)
     for row in rows:
+        sizes[row.question] += 1
+    return [1 / sizes[row.question] for row in rows]
+
+
+def _log_shares(rows: Sequence[Answered], weights: Sequence[float] | None = None) -> list[_Prepared]:
+    """`rows` in log space, their `weights` scaled to a mean of 1 (so a mean over rows is a
+    weighted mean)."""
+    weights = weights or [1.0] * len(rows)
+    scale = len(weights) / sum(weights) if weights else 1.0
+    prepared = []
+    for row, weight in zip(rows, (w * scale for w in weights)):
         options = [o for o, p in row.probabilities.items() if p > 0]
         yes_no = set(row.probabilities) == {"yes", "no"} and len(options) == 2
         prepared.append(_Prepared([math.log(row.probabilities[o]) for o in options],
                                   options.index(row.label) if row.label in options else None,
-                                  options.index("yes") if yes_no else None))
+                                  options.index("yes") if yes_no else None, weight))
     return prepared
 
 
 def _nll(prepared: list[_Prepared], temperature: float, offset: float = 0.0) -> float:
-    """Mean negative log-likelihood of the labels after the temperature, with `offset` added to
-    the tempered log-odds of "yes" in yes/no answers (what `Fit.apply` computes, in log space:
-    the fitting loops call this thousands of times)."""
+    """Mean negative log-likelihood of the labels, each row's times its weight, after the
+    temperature, with `offset` added to the tempered log-odds of "yes" in yes/no answers (what
+    `Fit.apply` computes, in log space: the fitting loops call this thousands of times)."""
     a, total = 1.0 / temperature, 0.0
     for row in prepared:
         if row.label is None or not row.logs:
-            total -= math.log(_EPS)
+            total -= row.weight * math.log(_EPS)
             continue
         scaled = [a * lp + (offset if i == row.yes else 0.0) for i, lp in enumerate(row.logs)]
         top_log = max(scaled)
         lse = top_log + math.log(sum(math.exp(s - top_log) for s in scaled))
-        total -= max(scaled[row.label] - lse, math.log(_EPS))
+        total -= row.weight * max(scaled[row.label] - lse, math.log(_EPS))
     return total / len(prepared)
 
 
@@ -119,22 +134,24 @@ def _golden(loss, low: float, high: float, steps: int) -> float:
     return (a + b) / 2
 
 
-def fit_temperature(rows: Sequence[Answered], low: float = 0.02, high: float = 50.0, steps: int = 32) -> float:
-    """The temperature with the least negative log-likelihood (golden-section search on log T;
-    the NLL is convex in 1/T)."""
-    prepared = _log_shares(rows)
+def fit_temperature(rows: Sequence[Answered], low: float = 0.02, high: float = 50.0, steps: int = 32,
+                    weights: Sequence[float] | None = None) -> float:
+    """The temperature with the least negative log-likelihood, each row counted by its weight
+    (golden-section search on log T; the NLL is convex in 1/T)."""
+    prepared = _log_shares(rows, weights)
     return math.exp(_golden(lambda log_t: _nll(prepared, math.exp(log_t)), math.log(low), math.log(high), steps))
 
 
-def fit_shift_and_temperature(rows: Sequence[Answered], steps: int = 24) -> tuple[float, float]:
+def fit_shift_and_temperature(rows: Sequence[Answered], steps: int = 24,
+                              weights: Sequence[float] | None = None) -> tuple[float, float]:
     """The yes shift and the temperature with the least negative log-likelihood together: the
     shift is fitted only where the rows hold yes/no answers (else 0). The NLL is jointly convex
     in 1/T and the tempered offset (Platt scaling), so each is found by golden-section search,
     the offset outside and the temperature inside; the shift is the offset before the
-    temperature, offset × T."""
-    prepared = _log_shares(rows)
+    temperature, offset × T. Each row counts by its weight."""
+    prepared = _log_shares(rows, weights)
     if not any(row.yes is not None for row in prepared):
-        return 0.0, fit_temperature(rows)
+        return 0.0, fit_temperature(rows, weights=weights)
 
     def best_log_t(offset: float) -> float:
         return _golden(lambda log_t: _nll(prepared, math.exp(log_t), offset), math.log(0.02), math.log(50.0), steps)
@@ -149,9 +166,9 @@ GRID = tuple(math.exp(math.log(0.02) + i * math.log(50.0 / 0.02) / 159) for i in
 
 
 def _loss_curve(rows: Sequence[Answered]) -> list[float]:
-    """The summed negative log-likelihood of `rows` at each temperature of GRID."""
+    """The mean negative log-likelihood of one question's `rows` at each temperature of GRID."""
     prepared = _log_shares(rows)
-    return [_nll(prepared, t) * len(rows) for t in GRID]
+    return [_nll(prepared, t) for t in GRID]
 
 
 def _partitions(counts: Sequence[int], most: int) -> Iterable[list[tuple[int, int]]]:
@@ -167,14 +184,15 @@ def option_ranges(engine_rows: Sequence[Answered]) -> list[tuple[int, int]]:
 
     Every split into at most MAX_RANGES contiguous ranges of the option counts seen, each holding
     at least MIN_RANGE_QUESTIONS questions, is judged by leaving one question out at a time and
-    fitting its range's temperature on the other questions; a single range (the unseen-question
-    fit alone) wins ties. The sums of per-question loss curves make each of those fits a lookup.
+    fitting its range's temperature on the other questions, every question weighing alike, as the
+    fits do; a single range (the unseen-question fit alone) wins ties. The sums of per-question
+    mean loss curves make each of those fits a lookup.
     """
-    by_question: dict[str, list[Answered]] = defaultdict(list)
+    grouped: dict[str, list[Answered]] = defaultdict(list)
     for row in engine_rows:
-        by_question[row.question].append(row)
-    curves = {q: _loss_curve(group) for q, group in by_question.items()}
-    counts_of = {q: group[0].n_options for q, group in by_question.items()}
+        grouped[row.question].append(row)
+    curves = {q: _loss_curve(group) for q, group in grouped.items()}
+    counts_of = {q: group[0].n_options for q, group in grouped.items()}
     best: tuple[float, list[tuple[int, int]]] | None = None
     for ranges in _partitions(sorted(set(counts_of.values())), MAX_RANGES):
         members = [[q for q, n in counts_of.items() if low <= n <= high] for low, high in ranges]
@@ -203,24 +221,26 @@ def fit(rows: Sequence[Answered], min_question_rows: int = MIN_QUESTION_ROWS, co
         by_engine[(row.provider, row.model)].append(row.corrected() if content_free else row)
     fits = []
     for (provider, model), engine_rows in by_engine.items():
-        by_question: dict[str, list[Answered]] = defaultdict(list)
+        grouped: dict[str, list[Answered]] = defaultdict(list)
         for row in engine_rows:
-            by_question[row.question].append(row)
+            grouped[row.question].append(row)
         engine = {"provider": provider, "model": model, "content_free": content_free}
         fits += [Fit(**engine, question=q, **_scaling(group), n=len(group))
-                 for q, group in by_question.items() if len(group) >= min_question_rows]
+                 for q, group in grouped.items() if len(group) >= min_question_rows]
         ranges = option_ranges(engine_rows)
         for low, high in ranges if len(ranges) > 1 else ():
             served = [r for r in engine_rows if low <= r.n_options <= high]
-            fits.append(Fit(**engine, n_options=low, n_options_max=high, **_scaling(served),
+            fits.append(Fit(**engine, n_options=low, n_options_max=high, **_scaling(served, alike=True),
                             n=len(served), questions=len({r.question for r in served})))
-        fits.append(Fit(**engine, unseen=True, **_scaling(engine_rows), n=len(engine_rows), questions=len(by_question)))
+        fits.append(Fit(**engine, unseen=True, **_scaling(engine_rows, alike=True), n=len(engine_rows),
+                        questions=len(grouped)))
     return fits
 
 
-def _scaling(rows: Sequence[Answered]) -> dict[str, float]:
-    """A fit's fitted numbers: its temperature, and its yes shift where it has one."""
-    shift, temperature = fit_shift_and_temperature(rows)
+def _scaling(rows: Sequence[Answered], alike: bool = False) -> dict[str, float]:
+    """A fit's fitted numbers: its temperature, and its yes shift where it has one; `alike`:
+    every question of `rows` weighing the same."""
+    shift, temperature = fit_shift_and_temperature(rows, weights=by_question(rows) if alike else None)
     return {"temperature": round(temperature, 4), **({"yes_shift": round(shift, 4)} if round(shift, 4) else {})}
 
 
@@ -294,10 +314,7 @@ def ece(confidences: Sequence[float], correct: Sequence[bool], bins: int = 10,
 def question_weighted_ece(rows: Sequence[Answered], probabilities: Sequence[dict[str, float]]) -> float:
     """ECE with every question counting once, however many rows it has: what a new question
     can expect when a few questions hold most of the rows."""
-    sizes: dict[str, int] = defaultdict(int)
-    for row in rows:
-        sizes[row.question] += 1
-    return ece(*judged(rows, probabilities), weights=[1 / sizes[row.question] for row in rows])
+    return ece(*judged(rows, probabilities), weights=by_question(rows))
 
 
 def squared_error(probabilities: dict[str, float], options: Sequence[str], label: str) -> float:
