@@ -45,6 +45,7 @@ sys.path[:0] = [str(HERE.parent), str(ROOT / "services" / "gateway")]
 
 from benchlib import free_port, percentile  # noqa: E402
 from local_engines import JUDGE, LLAMA, judge_server, serve  # noqa: E402
+from system1.core.calibration import LOCAL_FITS_NAME  # noqa: E402
 from system1.core.cascade import BORROWED  # noqa: E402
 from system1.core.config import load_config  # noqa: E402
 from system1.core.gateway import Gateway  # noqa: E402
@@ -147,9 +148,10 @@ def start_engines(stack: ExitStack) -> tuple[str, str, int, int]:
     return f"http://127.0.0.1:{minilm_port}", judge_url, minilm_pid, judge_pid
 
 
-def system_gateway(work: Path, name: str, minilm_url: str, judge_url: str) -> Gateway:
+def system_gateway(work: Path, name: str, minilm_url: str, judge_url: str, fits: Path | None = None) -> Gateway:
     """The gateway of system `name` (SYSTEMS) over the two engine servers, its files in `work`;
-    a cascade skips the judge for the kinds the stack's config says (deploy/config.toml)."""
+    a cascade skips the judge for the kinds the stack's config says (deploy/config.toml).
+    `fits`: a calibration file put in its installation, whose fits win over the shipped ones."""
     provider, cascade, heads = SYSTEMS[name]
     toml = (f'[gateway]\nprovider = "{provider}"\ncascade = {json.dumps(cascade)}\ntimeout_s = 60\n'
             f'cascade_skip_kinds = {json.dumps(SKIPPED if cascade else [])}\n'
@@ -157,13 +159,16 @@ def system_gateway(work: Path, name: str, minilm_url: str, judge_url: str) -> Ga
             f'[providers.systemone]\nendpoint = "{minilm_url}"\nmax_options = 256\nbatch = true\n'
             f'[providers.llama]\nendpoint = "{judge_url}"\nmax_options = 52\n')
     (work / f"{name}.toml").write_text(toml)
+    if fits is not None:
+        (work / name).mkdir(parents=True, exist_ok=True)
+        (work / name / LOCAL_FITS_NAME).write_text(fits.read_text())
     config = load_config({"SYSTEM1_CONFIG": str(work / f"{name}.toml"), "SYSTEM1_INSTALL_DIR": str(work / name)})
     if config.errors:
         raise RuntimeError(f"{name}: {config.errors}")
     return Gateway(config)
 
 
-async def run(per_set: int, blind_file: str) -> dict:
+async def run(per_set: int, blind_file: str, fits: Path | None = None) -> dict:
     table = rows(per_set, blind_file)
     results: dict = {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs", "rows": len(table), "blind": blind_file,
                      "systems": {}}
@@ -172,7 +177,7 @@ async def run(per_set: int, blind_file: str) -> dict:
         minilm_url, judge_url, minilm_pid, judge_pid = start_engines(stack)
 
         def gateway_for(name: str) -> Gateway:
-            return system_gateway(work, name, minilm_url, judge_url)
+            return system_gateway(work, name, minilm_url, judge_url, fits)
 
         readings: dict[int, Reading] = {}
         for name in SYSTEMS:
@@ -368,12 +373,15 @@ def main() -> None:
     parser.add_argument("--blind", default="blind.jsonl", help="the blind set beside this file (blind2.jsonl, "
                         "blind3.jsonl … blind5.jsonl: each written after the ones before were measured); results "
                         "get its name")
+    parser.add_argument("--fits", type=Path, help="a calibration file to use instead of the shipped fits (an "
+                        "earlier version, to compare on the same rows)")
+    parser.add_argument("--label", default="", help="added to the result files' names (with --fits)")
     args = parser.parse_args()
     for needed in (LLAMA / "bin" / "llama-server", JUDGE):
         if not needed.exists():
             sys.exit(f"{needed} is missing: make llama-server judge-model")
-    results = asyncio.run(run(args.per_set, args.blind))
-    suffix = suffix_of(args.blind)
+    results = asyncio.run(run(args.per_set, args.blind, args.fits))
+    suffix = suffix_of(args.blind) + (f"-{args.label}" if args.label else "")
     (HERE / f"results{suffix}.json").write_text(json.dumps(results, indent=1) + "\n")
     (HERE / f"RESULTS{suffix}.md").write_text(report(results))
     plot(results, HERE / f"cascade{suffix}.png")
