@@ -1,8 +1,9 @@
 """Refits the shipped calibration of the stack's two engines on the seed sets, as they were made.
 
     .venv/bin/python bench/calibrate_engines.py [minilm] [judge]   (needs make contract-envs; on two
-                                                                     cores MiniLM takes minutes, the
-                                                                     judge half an hour)
+                                                                     cores MiniLM took 45 minutes,
+                                                                     most of it fitting; asking the
+                                                                     judge alone takes over an hour)
 
 Each engine is served here as the stack serves it, behind a gateway of its own, and
 `system1 calibrate --ship` asks it every row of its seed sets, fits, and writes the fits into
