@@ -38,12 +38,13 @@ SEEDS = {
 }
 
 
-def provider(stack: ExitStack, engine: str) -> str:
+def served(stack: ExitStack, engine: str) -> tuple[str, str]:
+    """`engine` served in `stack`: the gateway's provider name for it and its `[providers.*]` TOML."""
     if engine == "minilm":
         toml, _ = minilm(stack, Path(stack.enter_context(tempfile.TemporaryDirectory())))
-        return 'provider = "systemone"\n\n' + toml
+        return "systemone", toml
     url, _ = judge_server(stack)
-    return f'provider = "llama"\n\n[providers.llama]\nendpoint = "{url}"\nmax_options = 52\n'
+    return "llama", f'[providers.llama]\nendpoint = "{url}"\nmax_options = 52\n'
 
 
 def main() -> None:
@@ -52,10 +53,10 @@ def main() -> None:
     args = parser.parse_args()
     for engine in args.engines:
         with ExitStack() as stack:
-            first, _, rest = provider(stack, engine).partition("\n\n")
-            config = f"[gateway]\n{first}\ntimeout_s = 120.0\n\n[learning]\nenabled = false\n\n{rest}"
+            name, toml = served(stack, engine)
+            config = f'[gateway]\nprovider = "{name}"\ntimeout_s = 120.0\n\n[learning]\nenabled = false\n\n{toml}'
             url, _, env = stack.enter_context(served_gateway(config))
-            data = [f"calibration/{name}-seed.jsonl" for name in SEEDS[engine]]
+            data = [f"calibration/{seed}-seed.jsonl" for seed in SEEDS[engine]]
             subprocess.run([sys.executable, "-m", "system1", "calibrate", *data, "--ship", "--url", url],
                            env=env, cwd=ROOT, check=True, timeout=4 * 3600)
 

@@ -89,7 +89,7 @@ def _log_shares(rows: Sequence[Answered], weights: Sequence[float] | None = None
     """`rows` in log space, their `weights` scaled to a mean of 1 (so a mean over rows is a
     weighted mean)."""
     weights = weights or [1.0] * len(rows)
-    scale = len(weights) / sum(weights) if weights else 1.0
+    scale = len(rows) / sum(weights) if rows else 1.0
     prepared = []
     for row, weight in zip(rows, (w * scale for w in weights)):
         options = [o for o, p in row.probabilities.items() if p > 0]
