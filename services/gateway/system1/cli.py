@@ -80,6 +80,10 @@ def parser() -> argparse.ArgumentParser:
                                     help="fit temperatures on labelled decisions, asked live")
     calibrate.add_argument("data", nargs="*", help="JSONL files of {question, options, context, label}")
     calibrate.add_argument("--target-accuracy", type=SHARE, default=0.8, help="for the recommended threshold")
+    answers = calibrate.add_mutually_exclusive_group()
+    answers.add_argument("--save-answers", metavar="FILE", help="also write the engine's answers here, for a later --answers")
+    answers.add_argument("--answers", metavar="FILE",
+                         help="fit the answers --save-answers wrote instead of asking (no data files; the service only for --write)")
     calibrate.set_defaults(func=command("calibrate"))
 
     learn = commands.add_parser("learn", parents=[service, fitting],

@@ -131,6 +131,40 @@ def test_ship_writes_the_shipped_fits_and_the_report(tmp_path, labelled, shipped
     assert "| 100% / 75% |" in row and "unseen at 0.60: answered / right" in report
 
 
+def test_saved_answers_fit_later_to_the_same_fits_without_asking_anything(tmp_path, labelled, shipped, monkeypatch, capsys):
+    transport, _ = app_transport(tmp_path, '[gateway]\nprovider = "mock"\n')
+    answers = tmp_path / "answers.jsonl"
+    assert run(transport, tmp_path, monkeypatch, str(labelled), "--json", "--save-answers", str(answers)) == EXIT_OK
+    asked = json.loads(capsys.readouterr().out)
+    # No transport: a request would fail, so the second fit reads the file alone.
+    assert run(None, tmp_path, monkeypatch, "--answers", str(answers), "--json", "--url", "http://127.0.0.1:9") == EXIT_OK
+    refitted = json.loads(capsys.readouterr().out)
+    assert refitted["fits"] == asked["fits"] and refitted["overall"] == asked["overall"]
+    assert json.loads(answers.read_text().splitlines()[0]) == {"sources": [str(labelled)]}
+
+
+@pytest.mark.parametrize("line, message", [
+    ('{"question": "q", "options": ["a", "b"], "label": "c", "probabilities": {"a": 1.0}, "provider": "p", "model": "m"}',
+     "label 'c' is not among the options"),
+    ('{"question": "q", "options": ["a", "b"], "label": "a", "probabilities": {"a": 2}, "provider": "p", "model": "m"}',
+     "'probabilities' must map options to numbers in [0, 1]"),
+    ('{"question": "q", "options": "a", "label": "a", "probabilities": {"a": 1}, "provider": "p", "model": "m"}',
+     "'options' must be a list of strings"),
+    ('{"question": "q", "options": ["a"], "label": "a", "probabilities": {"a": 1}, "model": "m"}', "'provider' must be a string"),
+    ("[1]", "an answer must be a JSON object"),
+])
+def test_a_bad_saved_answer_is_a_clear_error_naming_its_line(tmp_path, capsys, monkeypatch, line, message):
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text('{"sources": ["x.jsonl"]}\n' + line + "\n")
+    assert run(None, tmp_path, monkeypatch, "--answers", str(answers)) == EXIT_START
+    assert f"{answers}:2: {message}" in capsys.readouterr().err
+
+
+def test_saved_answers_take_no_data_files_beside_them(tmp_path, labelled, capsys, monkeypatch):
+    assert run(None, tmp_path, monkeypatch, "--answers", str(labelled), str(labelled)) == EXIT_START
+    assert "give no data files" in capsys.readouterr().err
+
+
 def test_merging_replaces_fits_for_the_same_key_and_keeps_the_rest(tmp_path):
     path = tmp_path / "fits.json"
     calibrate.merge(path, [{"provider": "a", "model": "m", "question": "q", "temperature": 2.0},

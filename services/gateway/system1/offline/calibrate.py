@@ -18,7 +18,7 @@ import json
 import re
 import sys
 from collections import defaultdict
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -196,6 +196,64 @@ async def ask_all(service: ServiceClient, rows: list[Labelled], progress: bool) 
         if progress:
             progress_bar(index, len(rows), "asking")
     return answered, problems
+
+
+# -- answers kept for a later fit ----------------------------------------------------------------
+def save_answers(path: Path, rows: list[Answered], sources: list[str]) -> None:
+    """`rows` as JSON lines after a line naming their `sources`, so a later `calibrate --answers`
+    fits them without asking again (an engine's answers to a seed set can take an hour to ask)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as out:
+        out.write(json.dumps({"sources": sources}) + "\n")
+        for row in rows:
+            out.write(json.dumps(asdict(row), ensure_ascii=False) + "\n")
+
+
+def _probabilities(value: Any) -> bool:
+    return isinstance(value, dict) and bool(value) and all(
+        isinstance(p, (int, float)) and not isinstance(p, bool) and 0.0 <= p <= 1.0 for p in value.values())
+
+
+def load_answers(path: Path) -> tuple[list[str], list[Answered]]:
+    """The sources and answers `save_answers` wrote; `DataError` naming the line and the field
+    that is wrong."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    rows, sources = [], [str(path)]
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        where = f"{path}:{number}"
+        try:
+            raw = json.loads(line)
+        except ValueError as exc:
+            raise DataError(f"{where}: not JSON ({exc.msg})") from exc
+        if not isinstance(raw, dict):
+            raise DataError(f"{where}: an answer must be a JSON object")
+        if number == 1 and set(raw) == {"sources"}:
+            if not isinstance(raw["sources"], list) or not all(isinstance(s, str) for s in raw["sources"]):
+                raise DataError(f"{where}: 'sources' must be a list of strings")
+            sources = raw["sources"]
+            continue
+        for key in ("question", "label", "provider", "model"):
+            if not isinstance(raw.get(key), str):
+                raise DataError(f"{where}: {key!r} must be a string")
+        options = raw.get("options")
+        if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
+            raise DataError(f"{where}: 'options' must be a list of strings")
+        if not _probabilities(raw.get("probabilities")):
+            raise DataError(f"{where}: 'probabilities' must map options to numbers in [0, 1]")
+        if raw.get("baseline") is not None and not _probabilities(raw["baseline"]):
+            raise DataError(f"{where}: 'baseline' must be null or map options to numbers in [0, 1]")
+        if raw["label"] not in options:
+            raise DataError(f"{where}: label {raw['label']!r} is not among the options {options}")
+        rows.append(Answered(raw["question"], tuple(options), raw["label"], raw["probabilities"],
+                             raw["provider"], raw["model"], raw.get("baseline")))
+    if not rows:
+        raise DataError(f"{path}: no answers")
+    return sources, rows
 
 
 # -- results -------------------------------------------------------------------------------------
