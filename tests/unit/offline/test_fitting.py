@@ -207,12 +207,14 @@ def test_calibration_lowers_the_error_of_an_overconfident_engine():
 
 
 def leaning_rows(count: int = 160, seed: int = 3) -> list[Answered]:
-    """Yes/no rows from an engine that leans to "yes" whatever the text: its answer is the truth
-    multiplied by its content-free answer (0.9 yes), so dividing that out recovers the truth."""
+    """Yes/no rows from an engine that leans whatever the text, each question its own way: its
+    answer is the truth multiplied by its content-free answer for that question, so dividing that
+    out recovers the truth, while one yes shift for every question cannot."""
     rng = random.Random(seed)
-    lean = {"yes": 0.9, "no": 0.1}
     rows = []
     for i in range(count):
+        lean = {"yes": (0.9, 0.2, 0.7, 0.95)[i % 4]}
+        lean["no"] = 1 - lean["yes"]
         truth = rng.uniform(0.05, 0.95)
         label = "yes" if rng.random() < truth else "no"
         shown = {"yes": truth * lean["yes"], "no": (1 - truth) * lean["no"]}

@@ -116,53 +116,103 @@ def _nll(prepared: list[_Prepared], temperature: float, offset: float = 0.0) -> 
     return total / len(prepared)
 
 
-def _golden(loss, low: float, high: float, steps: int) -> float:
-    """The argument in [low, high] with the least `loss`, for a loss convex there."""
-    ratio = (math.sqrt(5) - 1) / 2
-    a, b = low, high
-    c, d = b - ratio * (b - a), a + ratio * (b - a)
-    fc, fd = loss(c), loss(d)
-    for _ in range(steps):
-        if fc < fd:
-            b, d, fd = d, c, fc
-            c = b - ratio * (b - a)
-            fc = loss(c)
-        else:
-            a, c, fc = c, d, fd
-            d = a + ratio * (b - a)
-            fd = loss(d)
-    return (a + b) / 2
+# The box the fits stay in: temperatures 0.02-50 and tempered yes offsets of at most 10 either way.
+_LOW_A, _HIGH_A, _MAX_OFFSET = 1 / 50.0, 1 / 0.02, 10.0
 
 
-def fit_temperature(rows: Sequence[Answered], low: float = 0.02, high: float = 50.0, steps: int = 32,
-                    weights: Sequence[float] | None = None) -> float:
-    """The temperature with the least negative log-likelihood, each row counted by its weight
-    (golden-section search on log T; the NLL is convex in 1/T)."""
+def _slopes(prepared: list[_Prepared], a: float, offset: float) -> tuple[list[float], list[list[float]]]:
+    """The gradient and Hessian of `_nll` in (1/T, offset) at (a, offset). A row whose label is
+    floored at _EPS (or has none) adds nothing: the floor is flat."""
+    ga = gb = haa = hab = hbb = 0.0
+    floor = math.log(_EPS)
+    for row in prepared:
+        if row.label is None or not row.logs:
+            continue
+        scaled = [a * lp + (offset if i == row.yes else 0.0) for i, lp in enumerate(row.logs)]
+        top_log = max(scaled)
+        exps = [math.exp(v - top_log) for v in scaled]
+        total = sum(exps)
+        if scaled[row.label] - top_log - math.log(total) < floor:
+            continue
+        shares = [e / total for e in exps]
+        mean = sum(p * lp for p, lp in zip(shares, row.logs))
+        spread = sum(p * lp * lp for p, lp in zip(shares, row.logs)) - mean * mean
+        ga += row.weight * (mean - row.logs[row.label])
+        haa += row.weight * spread
+        if row.yes is not None:
+            p_yes = shares[row.yes]
+            gb += row.weight * (p_yes - (1.0 if row.label == row.yes else 0.0))
+            hbb += row.weight * p_yes * (1 - p_yes)
+            hab += row.weight * p_yes * (row.logs[row.yes] - mean)
+    n = len(prepared)
+    return [ga / n, gb / n], [[haa / n, hab / n], [hab / n, hbb / n]]
+
+
+def _newton(prepared: list[_Prepared], with_offset: bool, iterations: int = 100) -> tuple[float, float]:
+    """The (1/T, offset) in the box with the least `_nll`: Newton steps on the coordinates not
+    held at a bound, each backtracked until the loss falls. The NLL is convex in both (Platt
+    scaling), so this finds the minimum in a few dozen passes over the rows where a nested
+    one-dimensional search took hundreds."""
+    point = [1.0, 0.0]
+    bounds = [(_LOW_A, _HIGH_A), (-_MAX_OFFSET, _MAX_OFFSET) if with_offset else (0.0, 0.0)]
+
+    def loss(x: list[float]) -> float:
+        return _nll(prepared, 1 / x[0], x[1])
+
+    current = loss(point)
+    for _ in range(iterations):
+        grad, hess = _slopes(prepared, *point)
+        free = [i for i in (0, 1)
+                if bounds[i][0] < bounds[i][1]
+                and not (point[i] <= bounds[i][0] and grad[i] > 0) and not (point[i] >= bounds[i][1] and grad[i] < 0)]
+        if not free:
+            break
+        step = _solve([[hess[i][j] for j in free] for i in free], [-grad[i] for i in free])
+        moved = False
+        for _ in range(60):
+            trial = list(point)
+            for i, d in zip(free, step):
+                trial[i] = min(max(point[i] + d, bounds[i][0]), bounds[i][1])
+            value = loss(trial)
+            if value < current:
+                point, moved = trial, current - value > 1e-13
+                current = value
+                break
+            step = [d / 2 for d in step]
+        if not moved:
+            break
+    return point[0], point[1]
+
+
+def _solve(matrix: list[list[float]], vector: list[float]) -> list[float]:
+    """`matrix`⁻¹ `vector` for a 1×1 or 2×2 positive semi-definite `matrix`, a little ridge
+    added so a flat direction (every row right, say) still gives a finite step."""
+    ridge = 1e-9 + 1e-9 * max(abs(matrix[i][i]) for i in range(len(vector)))
+    if len(vector) == 1:
+        return [vector[0] / (matrix[0][0] + ridge)]
+    (p, q), (r, t) = matrix
+    p, t = p + ridge, t + ridge
+    det = p * t - q * r
+    return [(t * vector[0] - q * vector[1]) / det, (p * vector[1] - r * vector[0]) / det]
+
+
+def fit_temperature(rows: Sequence[Answered], weights: Sequence[float] | None = None) -> float:
+    """The temperature with the least negative log-likelihood, each row counted by its weight."""
+    a, _ = _newton(_log_shares(rows, weights), with_offset=False)
+    return 1 / a
+
+
+def fit_shift_and_temperature(rows: Sequence[Answered], weights: Sequence[float] | None = None) -> tuple[float, float]:
+    """The yes shift and the temperature with the least negative log-likelihood together, each
+    row counted by its weight: the shift is fitted only where the rows hold yes/no answers (else
+    0). The shift is the offset before the temperature, offset × T."""
     prepared = _log_shares(rows, weights)
-    return math.exp(_golden(lambda log_t: _nll(prepared, math.exp(log_t)), math.log(low), math.log(high), steps))
-
-
-def fit_shift_and_temperature(rows: Sequence[Answered], steps: int = 24,
-                              weights: Sequence[float] | None = None) -> tuple[float, float]:
-    """The yes shift and the temperature with the least negative log-likelihood together: the
-    shift is fitted only where the rows hold yes/no answers (else 0). The NLL is jointly convex
-    in 1/T and the tempered offset (Platt scaling), so each is found by golden-section search,
-    the offset outside and the temperature inside; the shift is the offset before the
-    temperature, offset × T. Each row counts by its weight."""
-    prepared = _log_shares(rows, weights)
-    if not any(row.yes is not None for row in prepared):
-        return 0.0, fit_temperature(rows, weights=weights)
-
-    def best_log_t(offset: float) -> float:
-        return _golden(lambda log_t: _nll(prepared, math.exp(log_t), offset), math.log(0.02), math.log(50.0), steps)
-
-    offset = _golden(lambda o: _nll(prepared, math.exp(best_log_t(o)), o), -10.0, 10.0, steps)
-    temperature = math.exp(best_log_t(offset))
-    return offset * temperature, temperature
+    a, offset = _newton(prepared, with_offset=any(row.yes is not None for row in prepared))
+    return offset / a, 1 / a
 
 
 # Temperatures tried when choosing option-count ranges: log-spaced over fit_temperature's range.
-GRID = tuple(math.exp(math.log(0.02) + i * math.log(50.0 / 0.02) / 159) for i in range(160))
+GRID = tuple(math.exp(-math.log(_HIGH_A) + i * math.log(_HIGH_A / _LOW_A) / 159) for i in range(160))
 
 
 def _loss_curve(rows: Sequence[Answered]) -> list[float]:
