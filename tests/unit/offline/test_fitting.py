@@ -18,6 +18,7 @@ from system1.offline.fitting import (
     cross_validated,
     ece,
     fit,
+    fit_shift_and_temperature,
     fit_temperature,
     folds,
     measure,
@@ -279,6 +280,21 @@ def test_a_yes_lean_is_fitted_as_a_shift_that_moves_the_boundary_back():
     before = measure(rows, [r.probabilities for r in rows])
     after = measure(rows, calibrated(rows, [unseen]))
     assert after["accuracy"] > before["accuracy"] + 0.1 and after["ece"] < before["ece"]
+
+
+@pytest.mark.parametrize("lean", [-2.0, 0.0, 1.5])
+def test_the_fitted_shift_and_temperature_are_the_least_loss_every_neighbour_is_worse(lean):
+    rows = yes_leaning_rows(lean, count=300) + synthetic(2.0, count=200)
+
+    def loss(shift: float, temperature: float) -> float:
+        probabilities = [temper(shift_yes(r.probabilities, shift), temperature) if r.options == ("yes", "no")
+                         else temper(r.probabilities, temperature) for r in rows]
+        return -sum(math.log(p[r.label]) for p, r in zip(probabilities, rows)) / len(rows)
+
+    shift, temperature = fit_shift_and_temperature(rows)
+    best = loss(shift, temperature)
+    for d_shift, d_scale in [(0.05, 1), (-0.05, 1), (0, 1.02), (0, 0.98), (0.05, 1.02), (-0.05, 0.98)]:
+        assert loss(shift + d_shift, temperature * d_scale) > best
 
 
 def test_questions_with_other_options_get_no_shift():
