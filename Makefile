@@ -258,7 +258,7 @@ bench-routellm: $(TOOLS)  ## the router on RouteLLM's public benchmark (MMLU, GS
 	$(BIN)/python -m pip install --quiet -r bench/requirements.txt
 	$(BIN)/python bench/routellm/run.py
 
-bench-cascade: $(TOOLS) $(LLAMA_SERVER) $(JUDGE_MODEL)  ## MiniLM, the llama judge and the cascade of both, on the seven blind sets and the seed sets (about 95 min)
+bench-cascade: $(TOOLS) $(LLAMA_SERVER) $(JUDGE_MODEL)  ## MiniLM, the llama judge and the cascade of both, on the eight blind sets and the seed sets (about 110 min)
 	$(BIN)/python -m pip install --quiet -r bench/requirements.txt
 	$(BIN)/python bench/cascade/run.py
 	$(BIN)/python bench/cascade/run.py --blind blind2.jsonl
@@ -267,6 +267,7 @@ bench-cascade: $(TOOLS) $(LLAMA_SERVER) $(JUDGE_MODEL)  ## MiniLM, the llama jud
 	$(BIN)/python bench/cascade/run.py --blind blind5.jsonl
 	$(BIN)/python bench/cascade/run.py --blind blind6.jsonl
 	$(BIN)/python bench/cascade/run.py --blind blind7.jsonl
+	$(BIN)/python bench/cascade/run.py --blind blind8.jsonl
 	$(BIN)/python bench/cascade/rewording.py
 	$(BIN)/python bench/cascade/orders.py
 
