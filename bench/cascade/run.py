@@ -65,13 +65,15 @@ TICK = os.sysconf("SC_CLK_TCK")
 
 
 def rows(per_set: int, blind_file: str = "blind.jsonl") -> list[dict]:
-    """The blind rows (set "blind", their own group), then a fixed sample of each seed set."""
+    """The blind rows (set "blind", their own group), then a fixed sample of each seed set
+    (group "seed NAME")."""
     blind = [{**json.loads(line), "set": "blind"} for line in (HERE / blind_file).read_text().splitlines() if line]
     sampled = []
     for name in SEEDS:
         lines = [json.loads(line) for line in (ROOT / "calibration" / f"{name}-seed.jsonl").read_text().splitlines() if line]
         for i in sorted(random.Random(0).sample(range(len(lines)), min(per_set, len(lines)))):
-            sampled.append({**lines[i], "set": "seed", "group": name})
+            # Named apart from the blind groups, some of which share a seed set's name ("tier").
+            sampled.append({**lines[i], "set": "seed", "group": f"seed {name}"})
     return blind + sampled
 
 
