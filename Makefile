@@ -258,7 +258,7 @@ bench-routellm: $(TOOLS)  ## the router on RouteLLM's public benchmark (MMLU, GS
 	$(BIN)/python -m pip install --quiet -r bench/requirements.txt
 	$(BIN)/python bench/routellm/run.py
 
-bench-cascade: $(TOOLS) $(LLAMA_SERVER) $(JUDGE_MODEL)  ## MiniLM, the llama judge and the cascade of both, on the eight blind sets and the seed sets (about 110 min)
+bench-cascade: $(TOOLS) $(LLAMA_SERVER) $(JUDGE_MODEL)  ## MiniLM, the llama judge and the cascade of both, on the eight blind sets and the seed sets (up to 25 minutes a set on two cores)
 	$(BIN)/python -m pip install --quiet -r bench/requirements.txt
 	$(BIN)/python bench/cascade/run.py
 	$(BIN)/python bench/cascade/run.py --blind blind2.jsonl
