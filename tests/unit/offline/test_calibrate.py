@@ -32,6 +32,7 @@ def write_rows(path, rows):
         ("{not json\n", ":1: not JSON (Expecting property name enclosed in double quotes)"),
         ('{"question": "", "label": "yes"}\n', ":1: 'question' must be a non-empty string"),
         ('{"question": "q", "context": "text", "label": "yes"}\n', ":1: 'context' must be an object"),
+        ('{"question": "q", "label": "yes", "meta": {"task": 3}}\n', ":1: 'meta.task' must be a non-empty string"),
     ],
 )
 def test_bad_input_is_a_clear_error_naming_the_line(tmp_path, content, message):
@@ -141,6 +142,17 @@ def test_saved_answers_fit_later_to_the_same_fits_without_asking_anything(tmp_pa
     refitted = json.loads(capsys.readouterr().out)
     assert refitted["fits"] == asked["fits"] and refitted["overall"] == asked["overall"]
     assert json.loads(answers.read_text().splitlines()[0]) == {"sources": [str(labelled)]}
+
+
+def test_a_rows_task_is_kept_with_its_answer_for_the_fits_that_leave_tasks_out(tmp_path, shipped, monkeypatch):
+    rows = write_rows(tmp_path / "worded.jsonl", [
+        {"question": f"wording {i % 2}", "options": ["rerun", "block"], "label": "rerun", "meta": {"task": "flaky test"}}
+        for i in range(6)])
+    transport, _ = app_transport(tmp_path, '[gateway]\nprovider = "mock"\n')
+    answers = tmp_path / "answers.jsonl"
+    assert run(transport, tmp_path, monkeypatch, str(rows), "--save-answers", str(answers)) == EXIT_OK
+    _, saved = calibrate.load_answers(answers)
+    assert {r.task for r in saved} == {"flaky test"}
 
 
 @pytest.mark.parametrize("line, message", [

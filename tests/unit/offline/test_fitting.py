@@ -94,6 +94,36 @@ def test_the_fit_for_new_questions_weighs_every_question_alike_not_every_row():
     assert unseen.temperature == pytest.approx(alone.temperature, rel=0.35)
 
 
+def test_the_fit_for_new_questions_weighs_every_task_alike_not_every_wording_of_one():
+    # Twenty wordings of one judgement the engine reads well, beside three other questions it is
+    # overconfident on: counted by question the wordings decide; named as one task, they weigh
+    # as one question, and the fit softens as the other questions need.
+    worded = questions(0.4, 3, "wording", count=2000, asked=20)
+    others = questions(3.0, 3, "other", count=300, asked=3)
+    as_questions = next(f for f in fit(worded + others) if f.kind == "unseen")
+    one_task = [dataclasses.replace(r, task="the judgement") for r in worded]
+    as_task = next(f for f in fit(one_task + others) if f.kind == "unseen")
+    assert as_questions.temperature < 1 < as_task.temperature
+
+
+def test_leaving_a_task_out_leaves_out_every_wording_of_it(monkeypatch):
+    import system1.offline.fitting as fitting
+
+    trained_on: list[list[str]] = []
+    real_fit = fitting.fit
+
+    def recording_fit(train, *args, **kwargs):
+        trained_on.append(sorted({r.question for r in train}))
+        return real_fit(train, *args, **kwargs)
+
+    monkeypatch.setattr(fitting, "fit", recording_fit)
+    wordings = [dataclasses.replace(r, task="one judgement") for r in questions(1.0, 3, "wording", count=60, asked=3)]
+    fitting.question_held_out(wordings + questions(1.0, 3, "other", count=40, asked=2))
+    assert sorted(trained_on) == [["other 0", "other 1"],
+                                  ["other 0", "wording 0", "wording 1", "wording 2"],
+                                  ["other 1", "wording 0", "wording 1", "wording 2"]]
+
+
 def test_an_option_count_range_needs_enough_questions_to_be_judged():
     few = questions(3.0, 3, "three", asked=MIN_RANGE_QUESTIONS - 1) + questions(0.4, 2, "two")
     assert [f.kind for f in fit(few, min_question_rows=10_000)] == ["unseen"]

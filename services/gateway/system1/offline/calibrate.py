@@ -71,6 +71,8 @@ class Labelled:
     kind: str | None = None
     #: The group it was written in (`meta.group`, named with its file), for grouped folds.
     group: str | None = None
+    #: The judgement it asks, shared by the question's rewordings (`meta.task`; see `Answered.task`).
+    task: str | None = None
 
     @property
     def choices(self) -> list[str]:
@@ -112,7 +114,10 @@ def row_of(raw: Any, where: str, labelled: bool = True) -> Labelled:
         raise DataError(f"{where}: 'kind' must be a string of letters, digits, '.', '_', '-' or '/'")
     meta = raw.get("meta")
     group = meta.get("group") if isinstance(meta, dict) else None
-    row = Labelled(question, options, context, label, kind, group if isinstance(group, str) and group else None)
+    task = meta.get("task") if isinstance(meta, dict) else None
+    if task is not None and (not isinstance(task, str) or not task.strip()):
+        raise DataError(f"{where}: 'meta.task' must be a non-empty string")
+    row = Labelled(question, options, context, label, kind, group if isinstance(group, str) and group else None, task)
     if labelled and (not isinstance(label, str) or label not in row.choices):
         raise DataError(f"{where}: label {label!r} is not among the options {row.choices}")
     return row
@@ -192,7 +197,7 @@ async def ask_all(service: ServiceClient, rows: list[Labelled], progress: bool) 
                     baselines[key] = probe.envelope.get("probabilities") if same_engine else None
                 baseline = baselines[key]
             answered.append(Answered(row.question, tuple(row.choices), row.label, body["probabilities"],
-                                     body["provider"], model, baseline))
+                                     body["provider"], model, baseline, row.task))
         if progress:
             progress_bar(index, len(rows), "asking")
     return answered, problems
@@ -240,6 +245,8 @@ def load_answers(path: Path) -> tuple[list[str], list[Answered]]:
         for key in ("question", "label", "provider", "model"):
             if not isinstance(raw.get(key), str):
                 raise DataError(f"{where}: {key!r} must be a string")
+        if raw.get("task") is not None and not isinstance(raw["task"], str):
+            raise DataError(f"{where}: 'task' must be null or a string")
         options = raw.get("options")
         if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
             raise DataError(f"{where}: 'options' must be a list of strings")
@@ -250,7 +257,7 @@ def load_answers(path: Path) -> tuple[list[str], list[Answered]]:
         if raw["label"] not in options:
             raise DataError(f"{where}: label {raw['label']!r} is not among the options {options}")
         rows.append(Answered(raw["question"], tuple(options), raw["label"], raw["probabilities"],
-                             raw["provider"], raw["model"], raw.get("baseline")))
+                             raw["provider"], raw["model"], raw.get("baseline"), raw.get("task")))
     if not rows:
         raise DataError(f"{path}: no answers")
     return sources, rows
@@ -311,7 +318,8 @@ def render(report: dict[str, Any], sources: list[str], problems: list[str]) -> s
         f"# Calibration report: {report['provider']} {report['model']}", "",
         f"Data: {', '.join(sources)}. Fitted by `system1 calibrate`; \"held-out\" figures come from "
         f"{report['folds']}-fold cross-validation (fitted on the other folds), \"in-sample\" ones from the fit on all rows, "
-        "and \"unseen\" ones from fits that never saw any row of the question (leave one question out): what a new "
+        "and \"unseen\" ones from fits that never saw any row of the question's task (leave one task out: a question "
+        "with the rewordings its rows name as one `meta.task`): what a new "
         "question gets.", "",
         f"| question | n | accuracy before → unseen | ECE before → in-sample → held-out → unseen | unseen at {DEFAULT_THRESHOLD:.2f}: answered / right | "
         "Brier before → held-out | AUROC | temperature | recommended threshold (held-out) |",
@@ -342,12 +350,12 @@ def render(report: dict[str, Any], sources: list[str], problems: list[str]) -> s
                   f"ECE {c['unseen_question_ece']:.3f}" for c in report["content_free_choice"])
               + f". Kept: {'with' if report['content_free'] else 'without'}."]
     by_question = report["unseen_question_ece_by_question"]
-    lines += ["", f"ECE on unseen questions with every question counted once (not by its rows): "
+    lines += ["", f"ECE on unseen questions with every task counted once (not by its rows): "
               f"{by_question['before']:.3f} → {by_question['after']:.3f}."]
     ranges = [f"{f['n_options']}" + (f"–{f['n_options_max']}" if f['n_options_max'] != f['n_options'] else "")
               + f" options: T = {f['temperature']} ({f['questions']} questions, {f['n']} rows)"
               for f in report["fits"] if f.get("n_options")]
-    lines += ["", "Option-count ranges (chosen by leaving one question out): "
+    lines += ["", "Option-count ranges (chosen by leaving one task out): "
               + ("; ".join(ranges) if ranges else "none beat one fit for every question") + "."]
     if problems:
         lines += ["", f"{len(problems)} rows were not answered: " + "; ".join(problems[:5])]

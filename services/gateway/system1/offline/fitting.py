@@ -4,14 +4,15 @@ Fits are made on the engine's probabilities as they are, or after the content-fr
 (`content_free=True`, see `core/calibration.py`): `system1 calibrate` makes both and keeps the
 one that predicts questions left out better. Per engine (provider, model): one temperature per question with enough labelled rows; one for
 questions no fit has seen, on all rows; and one per range of option counts only where leaving
-whole questions out shows that such ranges predict those questions better than one fit. Each
-minimises the negative log-likelihood of the labels; the fits for questions without their own
-weigh every question alike (`by_question`), since they serve new questions, not the rows of the
-few large sets that have fits of their own. Measurements: accuracy, expected calibration error (ECE, ten
+whole tasks out shows that such ranges predict them better than one fit. Each minimises the
+negative log-likelihood of the labels; the fits for questions without their own weigh every
+task alike (`by_task`: a task is a question with its rewordings, where rows name it), since they
+serve new questions, not the rows of the few large sets or many-worded judgements that have fits
+of their own. Measurements: accuracy, expected calibration error (ECE, ten
 equal-width bins), Brier score, AUROC of confidence for telling right from wrong, and a table
 of coverage against accuracy by threshold. Cross-validation fits on k-1 folds and measures on
 the held-out one, so the "after" figures are not measured on the rows they were fitted on;
-leaving one question out at a time measures what a question no fit has seen gets.
+leaving one task out at a time measures what a question no fit has seen gets.
 """
 
 from __future__ import annotations
@@ -44,6 +45,13 @@ class Answered:
     model: str
     #: The engine's answer to the question about a content-free context; None without a context.
     baseline: dict[str, float] | None = None
+    #: The judgement the question asks, shared by its rewordings (`meta.task`); None: its own.
+    task: str | None = None
+
+    @property
+    def unit(self) -> str:
+        """What a new question is new to: its task, or the question itself."""
+        return self.task or self.question
 
     @property
     def n_options(self) -> int:
@@ -77,12 +85,14 @@ class _Prepared:
     weight: float = 1.0
 
 
-def by_question(rows: Sequence[Answered]) -> list[float]:
-    """Each row's weight when every question counts alike: one over its question's row count."""
+def by_task(rows: Sequence[Answered]) -> list[float]:
+    """Each row's weight when every task counts alike: one over its task's row count (a task is
+    a question and its rewordings, `Answered.unit`), so ten wordings of one judgement do not
+    outweigh one question asked once."""
     sizes: dict[str, int] = defaultdict(int)
     for row in rows:
-        sizes[row.question] += 1
-    return [1 / sizes[row.question] for row in rows]
+        sizes[row.unit] += 1
+    return [1 / sizes[row.unit] for row in rows]
 
 
 def _log_shares(rows: Sequence[Answered], weights: Sequence[float] | None = None) -> list[_Prepared]:
@@ -230,17 +240,17 @@ def _partitions(counts: Sequence[int], most: int) -> Iterable[list[tuple[int, in
 
 
 def option_ranges(engine_rows: Sequence[Answered]) -> list[tuple[int, int]]:
-    """The option-count ranges, one temperature each, that predict questions left out best.
+    """The option-count ranges, one temperature each, that predict new questions best.
 
     Every split into at most MAX_RANGES contiguous ranges of the option counts seen, each holding
-    at least MIN_RANGE_QUESTIONS questions, is judged by leaving one question out at a time and
-    fitting its range's temperature on the other questions, every question weighing alike, as the
-    fits do; a single range (the unseen-question fit alone) wins ties. The sums of per-question
-    mean loss curves make each of those fits a lookup.
+    at least MIN_RANGE_QUESTIONS tasks (`Answered.unit`), is judged by leaving one task out at a
+    time and fitting its range's temperature on the other tasks, every task weighing alike, as the
+    fits do; a single range (the unseen-question fit alone) wins ties. The sums of per-task mean
+    loss curves make each of those fits a lookup.
     """
-    grouped: dict[str, list[Answered]] = defaultdict(list)
+    grouped: dict[tuple[str, int], list[Answered]] = defaultdict(list)
     for row in engine_rows:
-        grouped[row.question].append(row)
+        grouped[(row.unit, row.n_options)].append(row)
     curves = {q: _loss_curve(group) for q, group in grouped.items()}
     counts_of = {q: group[0].n_options for q, group in grouped.items()}
     best: tuple[float, list[tuple[int, int]]] | None = None
@@ -290,7 +300,7 @@ def fit(rows: Sequence[Answered], min_question_rows: int = MIN_QUESTION_ROWS, co
 def _scaling(rows: Sequence[Answered], alike: bool = False) -> dict[str, float]:
     """A fit's fitted numbers: its temperature, and its yes shift where it has one; `alike`:
     every question of `rows` weighing the same."""
-    shift, temperature = fit_shift_and_temperature(rows, weights=by_question(rows) if alike else None)
+    shift, temperature = fit_shift_and_temperature(rows, weights=by_task(rows) if alike else None)
     return {"temperature": round(temperature, 4), **({"yes_shift": round(shift, 4)} if round(shift, 4) else {})}
 
 
@@ -335,11 +345,12 @@ def cross_validated(rows: Sequence[Answered], k: int = 5, seed: int = 0,
 
 
 def question_held_out(rows: Sequence[Answered], content_free: bool = False) -> list[dict[str, float]]:
-    """Every row's probabilities from fits that never saw any row of its question (leave one
-    question out): the calibration a new question gets."""
+    """Every row's probabilities from fits that never saw any row of its task (leave one task
+    out: a question with the rewordings that share its `task`): the calibration a new question
+    gets."""
     groups: dict[str, list[int]] = defaultdict(list)
     for index, row in enumerate(rows):
-        groups[row.question].append(index)
+        groups[row.unit].append(index)
     return _held_out(rows, groups.values(), content_free)
 
 
@@ -362,9 +373,9 @@ def ece(confidences: Sequence[float], correct: Sequence[bool], bins: int = 10,
 
 
 def question_weighted_ece(rows: Sequence[Answered], probabilities: Sequence[dict[str, float]]) -> float:
-    """ECE with every question counting once, however many rows it has: what a new question
-    can expect when a few questions hold most of the rows."""
-    return ece(*judged(rows, probabilities), weights=by_question(rows))
+    """ECE with every task counting once, however many rows it has: what a new question can
+    expect when a few questions (or one question in many wordings) hold most of the rows."""
+    return ece(*judged(rows, probabilities), weights=by_task(rows))
 
 
 def squared_error(probabilities: dict[str, float], options: Sequence[str], label: str) -> float:
