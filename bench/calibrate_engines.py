@@ -9,7 +9,8 @@
 Each engine is served here as the stack serves it, behind a gateway of its own, and
 `system1 calibrate --ship` asks it every row of its seed sets, fits, and writes the fits into
 core/calibration.json and the report and diagram into calibration/reports/. The seed sets are
-those named in each report's "Data" line. MiniLM's have no private question: a head answers it.
+those of SEEDS below; each report's "Data" line names those of the run that made it (the judge's
+yes-no-questions set came after its shipped fits). MiniLM's have no private question: a head answers it.
 The judge's have no routing question (the router asks it only through MiniLM's heads) and no
 private one: a head on the judge's reading answers that (bench/privacy/probe.py), and asking
 its 2,068 long prompts would more than double the run, so the question's own fit, made on the
@@ -37,7 +38,7 @@ from local_engines import judge_server, minilm  # noqa: E402
 ANSWERS = ROOT / "build" / "calibration-answers"
 SEEDS = {
     "minilm": ["many-questions", "routing", "tier", "tool-choice", "yes-no"],
-    "judge": ["yes-no", "tool-choice", "tier", "many-questions", "command-questions"],
+    "judge": ["yes-no", "tool-choice", "tier", "many-questions", "command-questions", "yes-no-questions"],
 }
 
 
