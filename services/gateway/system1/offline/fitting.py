@@ -110,16 +110,21 @@ def _log_shares(rows: Sequence[Answered], weights: Sequence[float] | None = None
     return prepared
 
 
+def _tempered(row: _Prepared, a: float, offset: float) -> list[float]:
+    """`row`'s log probabilities times 1/T (`a`), with `offset` added to "yes" in a yes/no answer:
+    what `Fit.apply` computes, in log space, before normalising."""
+    return [a * lp + (offset if i == row.yes else 0.0) for i, lp in enumerate(row.logs)]
+
+
 def _nll(prepared: list[_Prepared], temperature: float, offset: float = 0.0) -> float:
     """Mean negative log-likelihood of the labels, each row's times its weight, after the
-    temperature, with `offset` added to the tempered log-odds of "yes" in yes/no answers (what
-    `Fit.apply` computes, in log space: the fitting loops call this thousands of times)."""
+    temperature and the tempered yes `offset` (`_tempered`)."""
     a, total = 1.0 / temperature, 0.0
     for row in prepared:
         if row.label is None or not row.logs:
             total -= row.weight * math.log(_EPS)
             continue
-        scaled = [a * lp + (offset if i == row.yes else 0.0) for i, lp in enumerate(row.logs)]
+        scaled = _tempered(row, a, offset)
         top_log = max(scaled)
         lse = top_log + math.log(sum(math.exp(s - top_log) for s in scaled))
         total -= row.weight * max(scaled[row.label] - lse, math.log(_EPS))
@@ -138,7 +143,7 @@ def _slopes(prepared: list[_Prepared], a: float, offset: float) -> tuple[list[fl
     for row in prepared:
         if row.label is None or not row.logs:
             continue
-        scaled = [a * lp + (offset if i == row.yes else 0.0) for i, lp in enumerate(row.logs)]
+        scaled = _tempered(row, a, offset)
         top_log = max(scaled)
         exps = [math.exp(v - top_log) for v in scaled]
         total = sum(exps)
