@@ -249,12 +249,14 @@ def suffix_of(blind_file: str) -> str:
     return "" if blind_file == "blind.jsonl" else "-" + Path(blind_file).stem
 
 
-def cascade_picks(results: dict, index: list[int], threshold: float, skipped: set[int]) -> dict[int, str]:
+def cascade_picks(results: dict, index: list[int], threshold: float, skipped: set[int],
+                  stands: bool = False) -> dict[int, str]:
     """The cascade's answer on each row of `index` it answers at `threshold`, worked out from the
     stages' recorded answers: MiniLM's heads where they clear it, else the judge where it does,
     unless the row is one of `skipped` (its kind skips the judge). An answer through a fit for
-    questions with no fit of their own is the judge's where the judge is sure (`cascade.passes_on`;
-    runs recorded before the calibration was recorded read as though none was). The cascade's later stage asks
+    questions with no fit of their own is the judge's where the judge is sure, and none where it
+    answered unsure (`cascade.after_stage`; `stands`: the earlier rule, which kept MiniLM's); runs
+    recorded before the calibration was recorded read as though none was. The cascade's later stage asks
     the judge without heads, as the `judge` system does, and asks a reworded question as it read
     it (`read_again`). Exact as far as the judge repeats itself: asked the same prompt again in
     one server's life, its raw P(yes) moved by 0.01 in 3 of 5 probes (the first ask against later
@@ -269,7 +271,10 @@ def cascade_picks(results: dict, index: list[int], threshold: float, skipped: se
     firsts = {i: first[i]["choice"] for i in index if sure(first[i], threshold)}
     seconds = {i: second[i]["choice"] for i in index if i not in skipped and sure(second[i], threshold)}
     kept = {i for i in firsts if i in skipped or first[i].get("calibration") not in BORROWED}
-    return {**firsts, **{i: choice for i, choice in seconds.items() if i not in kept}}
+    unconfirmed = set() if stands else {i for i in firsts if i not in kept and i not in seconds
+                                        and second[i]["status"] != "error"}
+    return {**{i: choice for i, choice in firsts.items() if i not in unconfirmed},
+            **{i: choice for i, choice in seconds.items() if i not in kept}}
 
 
 def threshold_sweep(results: dict, set_name: str) -> dict[str, list[dict]]:
@@ -285,7 +290,9 @@ def threshold_sweep(results: dict, set_name: str) -> dict[str, list[dict]]:
     for threshold in SWEEP:
         picks = {"minilm+heads": {i: first[i]["choice"] for i in index if sure(first[i], threshold)},
                  "judge": {i: second[i]["choice"] for i in index if sure(second[i], threshold)},
-                 "cascade": cascade_picks(results, index, threshold, skipped)}
+                 "cascade": cascade_picks(results, index, threshold, skipped),
+                 "cascade, an unconfirmed borrowed answer standing": cascade_picks(results, index, threshold, skipped,
+                                                                                   stands=True)}
         for name, answered in picks.items():
             right = sum(choice == first[i]["label"] for i, choice in answered.items())
             sweep.setdefault(name, []).append({"threshold": threshold, "coverage": len(answered) / len(index),
@@ -356,7 +363,7 @@ def plot(results: dict, path: Path) -> None:
         for name, points in threshold_sweep(results, "blind").items():
             shown = [p for p in points if p["accuracy"] is not None]
             ax.plot([p["coverage"] for p in shown], [p["accuracy"] for p in shown], lw=0.8, alpha=0.6,
-                    color=colours[name], label=f"{name} (blind), threshold {SWEEP[0]}–{SWEEP[-1]}")
+                    color=colours.get(name, "tab:grey"), label=f"{name} (blind), threshold {SWEEP[0]}–{SWEEP[-1]}")
     ax.axhline(0.9, color="grey", lw=0.8, ls="--")
     ax.axvline(0.7, color="grey", lw=0.8, ls="--")
     ax.set_xlabel("coverage (rows answered)")

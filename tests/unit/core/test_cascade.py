@@ -273,12 +273,25 @@ async def test_a_sure_answer_through_a_fit_for_questions_without_their_own_is_pu
     assert "fit for questions with no fit of their own" in decision.rationale and len(judge.asked) == 1
 
 
-async def test_an_unsure_judge_leaves_a_borrowed_fits_answer_standing_and_says_so(tmp_path):
+async def test_an_unsure_judge_turns_a_borrowed_fits_answer_into_an_abstention_naming_that_answer(tmp_path):
     fast, judge = Engine("systemone", p=0.99), Engine("mock", p=0.4)
     decision = await cascade(tmp_path, fast, judge, fits=(UNSEEN_FIT,)).decide(CHOICE)
-    assert decision.status == "decided" and decision.provider == "systemone" and decision.stage == 1
+    assert decision.status == "abstained" and decision.abstain_reason == "threshold" and decision.decision is None
+    assert decision.provider == "mock" and decision.stage == 2
     assert [(a.provider, a.outcome) for a in decision.attempts] == [("systemone", "ok"), ("mock", "abstained")]
-    assert "second opinion and was not sure" in decision.rationale
+    assert "after systemone: answered 'billing' at 0.99 through a fit for questions with no fit of their own" \
+        in decision.rationale
+
+
+async def test_a_judge_that_cannot_judge_the_question_leaves_a_borrowed_fits_answer_standing(tmp_path):
+    # No fit of the judge's own and `uncalibrated = "abstain"`: its abstention is about the
+    # judge, not the question.
+    fast, judge = Engine("systemone", p=0.99), Engine("mock", p=0.9)
+    gateway = cascade(tmp_path, fast, judge, 'uncalibrated = "abstain"\n', fits=(UNSEEN_FIT,))
+    decision = await gateway.decide(CHOICE)
+    assert decision.status == "decided" and decision.provider == "systemone" and decision.decision == "billing"
+    assert [a.provider for a in decision.attempts] == ["systemone", "mock"]
+    assert "could not judge it: this answer stands" in decision.rationale
 
 
 async def test_a_failing_judge_leaves_the_unseen_question_fit_answer_standing(tmp_path):

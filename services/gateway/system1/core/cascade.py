@@ -4,9 +4,9 @@ Stage 1 is the chain (the primary with its error fallbacks, learned heads, calib
 decision it abstains on for want of confidence or of a text to judge, or answers only through a
 fit for questions with no fit of their own (by option count, or for any question), is asked
 again of each `[gateway] cascade` provider in turn; the first sure answer decides. If the last
-stage is unsure too, an abstention stays one and a borrowed fit's answer stands. The fallback
-chain stays apart: an engine that fails is the fallback's case, an engine that is unsure is the
-cascade's.
+stage is unsure too, the decision abstains: a borrowed fit's answer stands only where the later
+stages failed or could not judge the question. The fallback chain stays apart: an engine that
+fails is the fallback's case, an engine that is unsure is the cascade's.
 
 The attempts carry every stage's tries, and the rationale names the stage that decided and why
 the earlier ones passed.
@@ -26,16 +26,18 @@ PASSED_ON = frozenset({"threshold", "uncalibrated", "no_evidence", "engine"})
 #: borrowed by questions that have none: an answer through one is passed on although it cleared
 #: the threshold, with the reason below.
 BORROWED = frozenset({"options", "unseen"})
-WHY_BORROWED = ("answered through a fit for questions with no fit of their own: on questions no fit has "
-                "seen, the judge is right more often (bench/cascade/UNSEEN.md)")
+WHY_BORROWED = ("through a fit for questions with no fit of their own, which a later stage must confirm: on "
+                "new questions the judge is right more often, and where it is not sure either, such answers "
+                "were right a third of the time (bench/cascade/UNSEEN.md)")
+#: A later stage's abstentions that say it is unsure of the question, as against unable to judge it.
+UNSURE = frozenset({"threshold", "engine"})
 
 
 def passes_on(decision: Decision, kind: str, skip_kinds: list[str]) -> bool:
     """Whether a later stage is asked about `decision` (of question kind `kind`): an abstention
     it may resolve, or an answer calibrated only by a fit for questions with no fit of their own.
     On the blind sets' new questions those answers were right 62–68 % of the time at 0.6 and
-    above, the judge more often on the same questions; should the later stage fail or be unsure,
-    the answer stands (`after_stage`)."""
+    above, the judge more often on the same questions (`after_stage` says what comes of it)."""
     if kind in skip_kinds:
         return False
     if decision.status == "decided":
@@ -46,7 +48,8 @@ def passes_on(decision: Decision, kind: str, skip_kinds: list[str]) -> bool:
 def why_passed(decision: Decision) -> str:
     """The earlier stage's reason for passing, from its last attempt."""
     if decision.status == "decided":
-        return f"{decision.provider or 'stage 1'}: {WHY_BORROWED}"
+        return (f"{decision.provider or 'stage 1'}: answered {decision.decision!r} at {decision.confidence:.2f} "
+                f"{WHY_BORROWED}")
     last = decision.attempts[-1] if decision.attempts else None
     detail = last.detail if last is not None and last.detail else decision.abstain_reason
     return f"{decision.provider or (last.provider if last else 'stage 1')}: {detail}"
@@ -56,12 +59,14 @@ def after_stage(before: Decision, after: Decision, stage: int) -> Decision:
     """One decision from an earlier stage's `before` (an abstention, or an answer through a
     borrowed fit) and stage `stage`'s answer `after` (whose attempts already include `before`'s).
     A stage that failed leaves `before` standing, with the failed tries added; so does one that
-    is unsure of what `before` answered: it is a second opinion there, heeded only when sure."""
+    could not judge what `before` answered (no fit, no text for it), which says nothing of the
+    question. A stage that is sure decides; one that is unsure makes an answer it was asked to
+    confirm an abstention."""
     asked = after.provider or (after.attempts[-1].provider if after.attempts else "?")
     if after.status == "error":
         return replace(before, attempts=after.attempts)
-    if before.status == "decided" and after.status != "decided":
-        note = f"[stage {stage}, {asked}, was asked as a second opinion and was not sure: this answer stands]"
+    if before.status == "decided" and after.status == "abstained" and after.abstain_reason not in UNSURE:
+        note = f"[stage {stage}, {asked}, was asked to confirm it and could not judge it: this answer stands]"
         return replace(before, attempts=after.attempts, rationale=f"{before.rationale} {note}".strip())
     note = f"[stage {stage}, {asked}, after {why_passed(before)}]"
     return replace(after, rationale=f"{after.rationale} {note}".strip(), stage=stage)
