@@ -234,7 +234,7 @@ schemas: $(TOOLS)  ## regenerate the published JSON Schemas from the models
 
 # The leak benchmark, this code beside the one before the privacy work (a worktree of BEFORE).
 BEFORE ?= 928816e
-bench-privacy: $(TOOLS) $(LLAMA_SERVER) $(JUDGE_MODEL)  ## private prompts that would leave under local_only, false alarms, what each stage caught, on the six blind privacy sets
+bench-privacy: $(TOOLS) $(LLAMA_SERVER) $(JUDGE_MODEL)  ## private prompts that would leave under local_only, false alarms, what each stage caught, on the seven blind privacy sets
 	$(BIN)/python -m pip install --quiet -r bench/requirements.txt
 	rm -rf build/before && git worktree prune && git worktree add --force --detach build/before $(BEFORE)
 	$(BIN)/python bench/privacy/run.py --code build/before --label before --no-judge
@@ -249,6 +249,8 @@ bench-privacy: $(TOOLS) $(LLAMA_SERVER) $(JUDGE_MODEL)  ## private prompts that 
 	$(BIN)/python bench/privacy/run.py --label after --paired --blind blind5.jsonl
 	$(BIN)/python bench/privacy/run.py --code build/before --label before --no-judge --blind blind6.jsonl
 	$(BIN)/python bench/privacy/run.py --label after --paired --blind blind6.jsonl
+	$(BIN)/python bench/privacy/run.py --code build/before --label before --no-judge --blind blind7.jsonl
+	$(BIN)/python bench/privacy/run.py --label after --paired --blind blind7.jsonl
 	git worktree remove --force build/before
 	$(BIN)/python bench/privacy/stage1.py
 	$(BIN)/python bench/privacy/bars.py
@@ -258,7 +260,7 @@ bench-routellm: $(TOOLS)  ## the router on RouteLLM's public benchmark (MMLU, GS
 	$(BIN)/python -m pip install --quiet -r bench/requirements.txt
 	$(BIN)/python bench/routellm/run.py
 
-bench-cascade: $(TOOLS) $(LLAMA_SERVER) $(JUDGE_MODEL)  ## MiniLM, the llama judge and the cascade of both, on the eight blind sets and the seed sets (up to 25 minutes a set on two cores)
+bench-cascade: $(TOOLS) $(LLAMA_SERVER) $(JUDGE_MODEL)  ## MiniLM, the llama judge and the cascade of both, on the ten blind sets and the seed sets (up to 25 minutes a set on two cores)
 	$(BIN)/python -m pip install --quiet -r bench/requirements.txt
 	$(BIN)/python bench/cascade/run.py
 	$(BIN)/python bench/cascade/run.py --blind blind2.jsonl
@@ -268,6 +270,8 @@ bench-cascade: $(TOOLS) $(LLAMA_SERVER) $(JUDGE_MODEL)  ## MiniLM, the llama jud
 	$(BIN)/python bench/cascade/run.py --blind blind6.jsonl
 	$(BIN)/python bench/cascade/run.py --blind blind7.jsonl
 	$(BIN)/python bench/cascade/run.py --blind blind8.jsonl
+	$(BIN)/python bench/cascade/run.py --blind blind9.jsonl
+	$(BIN)/python bench/cascade/run.py --blind blind10.jsonl
 	$(BIN)/python bench/cascade/rewording.py
 	$(BIN)/python bench/cascade/orders.py
 
