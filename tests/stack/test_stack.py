@@ -30,7 +30,7 @@ pytestmark = [pytest.mark.stack, pytest.mark.needs_docker]
 TEAMS = {"question": "Which team should handle this?",
          "options": ["billing: charges, refunds", "technical: bugs and outages", "sales: pricing and plans"]}
 #: MiniLM alone, no cascade: TEAMS has no fit of its own, so with the judge in the stack a sure
-#: answer of MiniLM's would be put to it as a second opinion (core/cascade.py).
+#: answer of MiniLM's would be put to it to confirm (core/cascade.py).
 MINILM_ALONE = {"X-System1-Provider": "systemone"}
 
 
