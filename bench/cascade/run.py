@@ -118,6 +118,7 @@ def recorded(decision: Decision) -> dict:
             # what the system would have answered at a lower threshold (threshold_sweep)
             "choice": max(probabilities, key=probabilities.__getitem__) if probabilities else None,
             "provider": decision.provider, "stage": decision.stage, "calibration": decision.calibration,
+            "abstain_reason": decision.abstain_reason,
             "attempts": [a.provider for a in decision.attempts],
             "error": decision.error.message if decision.error else None}
 
@@ -241,7 +242,16 @@ SWEEP = (0.6, 0.7, 0.8, 0.9)
 
 
 def sure(row: dict, threshold: float) -> bool:
-    return row["choice"] is not None and row["confidence"] is not None and row["confidence"] >= threshold
+    """Whether a recorded answer clears `threshold`: an answer, or an abstention for doubt alone."""
+    return (row["choice"] is not None and row["confidence"] is not None and row["confidence"] >= threshold
+            and row.get("abstain_reason") in (None, "threshold"))
+
+
+def unsure(row: dict, threshold: float) -> bool:
+    """Whether a recorded answer falls short of `threshold` for doubt alone (not an error, not an
+    abstention for want of a fit or a text: those leave the answer it was asked to confirm
+    standing, `cascade.after_stage`). Runs recorded before the reason was read as doubt."""
+    return row["status"] != "error" and not sure(row, threshold) and row.get("abstain_reason") in (None, "threshold")
 
 
 def suffix_of(blind_file: str) -> str:
@@ -254,9 +264,10 @@ def cascade_picks(results: dict, index: list[int], threshold: float, skipped: se
     """The cascade's answer on each row of `index` it answers at `threshold`, worked out from the
     stages' recorded answers: MiniLM's heads where they clear it, else the judge where it does,
     unless the row is one of `skipped` (its kind skips the judge). An answer through a fit for
-    questions with no fit of their own is the judge's where the judge is sure, and none where it
-    answered unsure (`cascade.after_stage`; `stands`: the earlier rule, which kept MiniLM's); runs
-    recorded before the calibration was recorded read as though none was. The cascade's later stage asks
+    questions with no fit of their own is the judge's where the judge is sure, none where it is
+    unsure, and MiniLM's otherwise (`cascade.after_stage`; with `stands`, the earlier rule, MiniLM's
+    wherever the judge is not sure). In runs recorded before each answer's calibration was, no
+    answer reads as borrowed. The cascade's later stage asks
     the judge without heads, as the `judge` system does, and asks a reworded question as it read
     it (`read_again`). Exact as far as the judge repeats itself: asked the same prompt again in
     one server's life, its raw P(yes) moved by 0.01 in 3 of 5 probes (the first ask against later
@@ -271,8 +282,7 @@ def cascade_picks(results: dict, index: list[int], threshold: float, skipped: se
     firsts = {i: first[i]["choice"] for i in index if sure(first[i], threshold)}
     seconds = {i: second[i]["choice"] for i in index if i not in skipped and sure(second[i], threshold)}
     kept = {i for i in firsts if i in skipped or first[i].get("calibration") not in BORROWED}
-    unconfirmed = set() if stands else {i for i in firsts if i not in kept and i not in seconds
-                                        and second[i]["status"] != "error"}
+    unconfirmed = set() if stands else {i for i in firsts if i not in kept and unsure(second[i], threshold)}
     return {**{i: choice for i, choice in firsts.items() if i not in unconfirmed},
             **{i: choice for i, choice in seconds.items() if i not in kept}}
 

@@ -23,12 +23,14 @@ YES_NO = {"question": "Is this command destructive?", "context": {"command": "rm
 
 class Engine(OneQuestionProvider):
     """Answers its first option with probability `p`, after `delay_s`; records what it read
-    (`relevance`: its yes/no answers are relevance alone, as serve.py's MiniLM marks them)."""
+    (`relevance`: its yes/no answers are relevance alone, as serve.py's MiniLM marks them;
+    `refuse`: it abstains of its own accord, with that reason)."""
 
     def __init__(self, name: str, p: float = 0.9, delay_s: float = 0.0, fail: str = "",
-                 without_context: bool = False, relevance: bool = False) -> None:
+                 without_context: bool = False, relevance: bool = False, refuse: str = "") -> None:
         super().__init__(OneQuestionProvider.Options(answers_without_context=without_context))
         self.name, self.p, self.delay_s, self.fail, self.relevance = name, p, delay_s, fail, relevance
+        self.refuse = refuse
         self.asked: list[tuple[object, str]] = []
 
     async def decide_one(self, state, query: Query, timeout_s: float) -> EngineAnswer:
@@ -36,6 +38,8 @@ class Engine(OneQuestionProvider):
         await asyncio.sleep(self.delay_s)
         if self.fail:
             raise ProviderError(self.fail, provider=self.name)
+        if self.refuse:
+            return EngineAnswer.abstained(self.refuse, f"{self.name}-model")
         rest = (1 - self.p) / (len(query.choices) - 1)
         shares = {c: self.p if i == 0 else rest for i, c in enumerate(query.choices)}
         return EngineAnswer(query.choices[0], self.p, shares, f"{self.name} read it", f"{self.name}-model",
@@ -283,15 +287,28 @@ async def test_an_unsure_judge_turns_a_borrowed_fits_answer_into_an_abstention_n
         in decision.rationale
 
 
-async def test_a_judge_that_cannot_judge_the_question_leaves_a_borrowed_fits_answer_standing(tmp_path):
-    # No fit of the judge's own and `uncalibrated = "abstain"`: its abstention is about the
-    # judge, not the question.
-    fast, judge = Engine("systemone", p=0.99), Engine("mock", p=0.9)
-    gateway = cascade(tmp_path, fast, judge, 'uncalibrated = "abstain"\n', fits=(UNSEEN_FIT,))
-    decision = await gateway.decide(CHOICE)
+@pytest.mark.parametrize(("judge", "extra"), [
+    (Engine("mock", p=0.9), 'uncalibrated = "abstain"\n'),  # no fit of the judge's own
+    (Engine("mock", refuse="cannot read this script"), ""),   # the engine's own abstention
+], ids=["uncalibrated", "engine"])
+async def test_a_judge_that_cannot_judge_the_question_leaves_a_borrowed_fits_answer_standing(tmp_path, judge, extra):
+    # Such an abstention is about the judge, not the question.
+    fast = Engine("systemone", p=0.99)
+    decision = await cascade(tmp_path, fast, judge, extra, fits=(UNSEEN_FIT,)).decide(CHOICE)
     assert decision.status == "decided" and decision.provider == "systemone" and decision.decision == "billing"
     assert [a.provider for a in decision.attempts] == ["systemone", "mock"]
     assert "could not judge it: this answer stands" in decision.rationale
+
+
+async def test_a_later_stages_own_borrowed_fit_answer_is_final_and_not_put_to_a_third_stage(tmp_path):
+    fast, judge, third = Engine("systemone", p=0.55), Engine("mock", p=0.9), Engine("llama", p=0.4)
+    fits = (UNSEEN_FIT, Fit(provider="mock", model="mock-model", unseen=True, temperature=1.0))
+    toml = '[gateway]\nprovider = "systemone"\ncascade = ["mock", "llama"]\nmin_confidence = 0.6\n'
+    gateway = Gateway(config_in(tmp_path, toml), providers={"systemone": fast, "mock": judge, "llama": third},
+                      calibrator=Calibrator([Source("local", tmp_path, fits)]))
+    decision = await gateway.decide(CHOICE)
+    assert decision.status == "decided" and decision.provider == "mock" and decision.calibration == "unseen"
+    assert decision.stage == 2 and third.asked == []
 
 
 async def test_a_failing_judge_leaves_the_unseen_question_fit_answer_standing(tmp_path):
@@ -299,6 +316,7 @@ async def test_a_failing_judge_leaves_the_unseen_question_fit_answer_standing(tm
     decision = await cascade(tmp_path, fast, judge, fits=(UNSEEN_FIT,)).decide(CHOICE)
     assert decision.status == "decided" and decision.provider == "systemone" and decision.calibration == "unseen"
     assert [(a.provider, a.outcome) for a in decision.attempts][-1][0] == "mock"
+    assert "was asked to confirm it and failed: this answer stands" in decision.rationale
 
 
 async def test_an_answer_through_the_questions_own_fit_or_a_skipped_kind_is_not_put_to_the_judge(tmp_path):

@@ -29,19 +29,18 @@ BORROWED = frozenset({"options", "unseen"})
 WHY_BORROWED = ("through a fit for questions with no fit of their own, which a later stage must confirm: on "
                 "new questions the judge is right more often, and where it is not sure either, such answers "
                 "were right a third of the time (bench/cascade/UNSEEN.md)")
-#: A later stage's abstentions that say it is unsure of the question, as against unable to judge it.
-UNSURE = frozenset({"threshold", "engine"})
 
 
 def passes_on(decision: Decision, kind: str, skip_kinds: list[str]) -> bool:
     """Whether a later stage is asked about `decision` (of question kind `kind`): an abstention
-    it may resolve, or an answer calibrated only by a fit for questions with no fit of their own.
-    On the blind sets' new questions those answers were right 62–68 % of the time at 0.6 and
-    above, the judge more often on the same questions (`after_stage` says what comes of it)."""
+    it may resolve, or the chain's answer calibrated only by a fit for questions with no fit of
+    their own. On the blind sets' new questions MiniLM's such answers were right 35–68 % of the
+    time at 0.6 and above, the judge more often on the same questions (`after_stage` says what
+    comes of it). A later stage's own answer is final: what confirms it was measured for no engine."""
     if kind in skip_kinds:
         return False
     if decision.status == "decided":
-        return decision.calibration in BORROWED
+        return decision.stage == 1 and decision.calibration in BORROWED
     return decision.status == "abstained" and decision.abstain_reason in PASSED_ON
 
 
@@ -59,14 +58,16 @@ def after_stage(before: Decision, after: Decision, stage: int) -> Decision:
     """One decision from an earlier stage's `before` (an abstention, or an answer through a
     borrowed fit) and stage `stage`'s answer `after` (whose attempts already include `before`'s).
     A stage that failed leaves `before` standing, with the failed tries added; so does one that
-    could not judge what `before` answered (no fit, no text for it), which says nothing of the
-    question. A stage that is sure decides; one that is unsure makes an answer it was asked to
-    confirm an abstention."""
+    abstained for any reason but doubt (no fit, no text for it, the engine's own refusal), which
+    says nothing of the question. A stage that is sure decides; one that is unsure (below the
+    threshold) makes an answer it was asked to confirm an abstention."""
     asked = after.provider or (after.attempts[-1].provider if after.attempts else "?")
+    if before.status == "decided" and (after.status == "error" or
+                                       (after.status == "abstained" and after.abstain_reason != "threshold")):
+        why = "failed" if after.status == "error" else "could not judge it"
+        note = f"[stage {stage}, {asked}, was asked to confirm it and {why}: this answer stands]"
+        return replace(before, attempts=after.attempts, rationale=f"{before.rationale} {note}".strip())
     if after.status == "error":
         return replace(before, attempts=after.attempts)
-    if before.status == "decided" and after.status == "abstained" and after.abstain_reason not in UNSURE:
-        note = f"[stage {stage}, {asked}, was asked to confirm it and could not judge it: this answer stands]"
-        return replace(before, attempts=after.attempts, rationale=f"{before.rationale} {note}".strip())
     note = f"[stage {stage}, {asked}, after {why_passed(before)}]"
     return replace(after, rationale=f"{after.rationale} {note}".strip(), stage=stage)
