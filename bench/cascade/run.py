@@ -202,7 +202,7 @@ async def run(per_set: int, blind_file: str, fits: Path | None = None) -> dict:
             results["systems"][name] = {"sets": by_set, "groups": groups, "engine_cpu_ms": cpu_ms,
                                         "rows": [{"set": r["set"], "label": r["label"], "status": a["status"],
                                                   "choice": a["choice"], "confidence": a["confidence"],
-                                                  "calibration": a["calibration"]}
+                                                  "calibration": a["calibration"], "abstain_reason": a["abstain_reason"]}
                                                  for r, a in zip(table, answers)]}
             print(f"{name}: blind {by_set['blind']}", flush=True)
         # The rows whose kind, as the cascade asked them, skips the judge (threshold_sweep).
