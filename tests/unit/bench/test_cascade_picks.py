@@ -4,22 +4,9 @@ judge is sure, none where it is unsure, and stands where it failed or could not 
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
+from .modules import bench_module
 
-BENCH = Path(__file__).resolve().parents[3] / "bench"
-
-
-def load_cascade_module():
-    sys.path.insert(0, str(BENCH))  # run.py imports benchlib and local_engines from there
-    spec = importlib.util.spec_from_file_location("cascade_run", BENCH / "cascade" / "run.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-cascade = load_cascade_module()
+cascade = bench_module("cascade_run", "cascade/run.py")
 
 
 def row(choice: str | None, confidence: float | None, status: str = "decided", calibration: str = "options",

@@ -3,22 +3,9 @@ read only where stage 1 cleared it and its twin under `private = "ignore"` was t
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
+from .modules import bench_module
 
-BENCH = Path(__file__).resolve().parents[3] / "bench"
-
-
-def load_leak_module():
-    sys.path.insert(0, str(BENCH))  # run.py imports benchlib and local_engines from there
-    spec = importlib.util.spec_from_file_location("leak_run", BENCH / "privacy" / "run.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-leak = load_leak_module()
+leak = bench_module("leak_run", "privacy/run.py")
 
 
 def answer(row: dict, **fields) -> dict:
