@@ -13,23 +13,23 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from run import ece  # noqa: E402
+from run import ece, rows  # noqa: E402
 
 
 def split(results: dict) -> dict[str, dict[str, str]]:
     """For each system, 'yes/no' and 'choice': answered / rows, right / answered and ECE of the
     blind set's `unseen` rows."""
-    blind = [json.loads(line) for line in (HERE / results["blind"]).read_text().splitlines() if line]
+    blind = rows(0, results["blind"])
     table = {}
     for name, system in results["systems"].items():
         table[name] = {}
         for kind in ("yes/no", "choice"):
-            rows = [(row, answer) for row, answer in zip(blind, system["rows"])
-                    if row["group"] == "unseen" and (row["options"] is None) == (kind == "yes/no")]
-            answered = [(row, a) for row, a in rows if a["status"] == "decided"]
+            asked = [(row, answer) for row, answer in zip(blind, system["rows"])
+                     if row["group"] == "unseen" and (row["options"] is None) == (kind == "yes/no")]
+            answered = [(row, a) for row, a in asked if a["status"] == "decided"]
             right = sum(a["choice"] == row["label"] for row, a in answered)
             calibration = ece([(a["confidence"], a["choice"] == row["label"]) for row, a in answered])
-            table[name][kind] = (f"{len(answered)} / {len(rows)} answered, {right} right"
+            table[name][kind] = (f"{len(answered)} / {len(asked)} answered, {right} right"
                                  + (f" ({right / len(answered):.0%}), ECE {calibration:.3f}" if answered else ""))
     return table
 

@@ -241,17 +241,23 @@ async def read_again(gateway: Gateway, table: list[dict]) -> dict[int, Reading]:
 SWEEP = (0.6, 0.7, 0.8, 0.9)
 
 
+def measured(row: dict) -> bool:
+    """Whether a recorded answer's confidence speaks of the question: an answer, or an abstention
+    for doubt alone (not an error, not one for want of a fit or a text; runs recorded before the
+    reason was read as doubt)."""
+    return row["status"] != "error" and row.get("abstain_reason") in (None, "threshold")
+
+
 def sure(row: dict, threshold: float) -> bool:
-    """Whether a recorded answer clears `threshold`: an answer, or an abstention for doubt alone."""
-    return (row["choice"] is not None and row["confidence"] is not None and row["confidence"] >= threshold
-            and row.get("abstain_reason") in (None, "threshold"))
+    """Whether a recorded answer clears `threshold`."""
+    return measured(row) and row["choice"] is not None and row["confidence"] is not None \
+        and row["confidence"] >= threshold
 
 
 def unsure(row: dict, threshold: float) -> bool:
-    """Whether a recorded answer falls short of `threshold` for doubt alone (not an error, not an
-    abstention for want of a fit or a text: those leave the answer it was asked to confirm
-    standing, `cascade.after_stage`). Runs recorded before the reason was read as doubt."""
-    return row["status"] != "error" and not sure(row, threshold) and row.get("abstain_reason") in (None, "threshold")
+    """Whether a recorded answer falls short of `threshold` for doubt alone: what makes an answer
+    it was asked to confirm abstain (`cascade.after_stage`)."""
+    return measured(row) and not sure(row, threshold)
 
 
 def suffix_of(blind_file: str) -> str:

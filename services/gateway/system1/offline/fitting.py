@@ -304,7 +304,7 @@ def fit(rows: Sequence[Answered], min_question_rows: int = MIN_QUESTION_ROWS, co
 
 def _scaling(rows: Sequence[Answered], alike: bool = False) -> dict[str, float]:
     """A fit's fitted numbers: its temperature, and its yes shift where it has one; `alike`:
-    every question of `rows` weighing the same."""
+    every task of `rows` weighing the same (`by_task`)."""
     shift, temperature = fit_shift_and_temperature(rows, weights=by_task(rows) if alike else None)
     return {"temperature": round(temperature, 4), **({"yes_shift": round(shift, 4)} if round(shift, 4) else {})}
 
